@@ -1,0 +1,41 @@
+"""The ``rungbench`` command line: thin Typer commands over the library."""
+
+from __future__ import annotations
+
+import typer
+
+from rungbench import __version__
+from rungbench.cli import causal, chess, evidence, stats
+from rungbench.cli.demo import demo
+
+app = typer.Typer(
+    name="rungbench",
+    help="Evaluate LLM agents by controlled intervention rather than by score alone.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(evidence.app, name="evidence")
+app.add_typer(stats.app, name="stats")
+app.add_typer(causal.app, name="causal")
+app.add_typer(chess.app, name="chess")
+app.command("demo")(demo)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"rungbench {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """rungbench: byte-matched ablations, paired interventions, exact oracles, fail-closed evidence."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

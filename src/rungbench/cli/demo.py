@@ -1,0 +1,58 @@
+"""``rungbench demo``: run every finished capability as a stage on the bundled data.
+
+Each stage is a function ``(workdir, as_json) -> dict`` that does real work and
+returns a JSON-ready summary. A capability joins the demo when it is finished.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json
+from rungbench.errors import RungbenchError
+
+Stage = Callable[[Path, bool], dict[str, Any]]
+
+
+def _stages() -> list[tuple[str, Stage]]:
+    from rungbench.cli.stats import demo_stage as stats_stage
+
+    return [
+        ("seed figures (stats)", stats_stage),
+    ]
+
+
+def demo(
+    workdir: Path | None = typer.Option(None, help="Where stage outputs go (default: a temp dir)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Run the main job, as far as it is built, on the bundled data."""
+    base = workdir or Path(tempfile.mkdtemp(prefix="rungbench-demo-"))
+    base.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    failed = False
+    for name, stage in _stages():
+        if not as_json:
+            console.rule(f"[bold]{name}")
+        start = time.perf_counter()
+        try:
+            summary = stage(base, as_json)
+            results[name] = {"ok": True, "seconds": round(time.perf_counter() - start, 3), **summary}
+        except RungbenchError as exc:
+            failed = True
+            results[name] = {"ok": False, "error": str(exc)}
+            if not as_json:
+                console.print(f"[bold red]stage failed[/] {exc}")
+    if as_json:
+        emit_json({"workdir": str(base), "stages": results, "ok": not failed})
+    else:
+        console.rule()
+        console.print(f"demo outputs in {base}; {'FAILED' if failed else 'all stages ok'}")
+    if failed:
+        raise typer.Exit(EXIT_ERROR)

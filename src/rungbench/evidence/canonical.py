@@ -1,0 +1,87 @@
+"""Canonical JSON and ``sha256:<hex>`` digests (DESIGN.md, "Conventions that hold everywhere").
+
+Canonical bytes are UTF-8 JSON with sorted keys and no insignificant whitespace.
+NaN, infinities and non-string keys are rejected rather than coerced, because a
+digest must name exactly one meaning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from typing import Any
+
+from rungbench.errors import InputError
+
+DIGEST_SCHEME = "rungbench-canonical-json/1"
+"""Version of the canonicalization; bump it if the byte form ever changes."""
+
+DIGEST_PREFIX = "sha256:"
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def _check(value: Any, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"non-finite number {value!r} cannot be canonical JSON", field=where)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InputError(f"non-string key {key!r} cannot be canonical JSON", field=where)
+            _check(item, f"{where}.{key}" if where else key)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check(item, f"{where}[{i}]")
+    elif value is not None and not isinstance(value, (str, int, float, bool)):
+        raise InputError(f"type {type(value).__name__} cannot be canonical JSON", field=where)
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """Return the canonical UTF-8 JSON encoding of ``value``."""
+    _check(value, "")
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8")
+
+
+def bytes_digest(data: bytes) -> str:
+    """Return ``sha256:<hex>`` of raw bytes."""
+    return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def digest(value: Any) -> str:
+    """Return the digest of the canonical JSON encoding of ``value``."""
+    return bytes_digest(canonical_bytes(value))
+
+
+def file_digest(path: str) -> str:
+    """Return ``sha256:<hex>`` of a file's bytes, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return DIGEST_PREFIX + h.hexdigest()
+
+
+def is_digest(text: str) -> bool:
+    """Return whether ``text`` is a well-formed ``sha256:<64 lowercase hex>`` digest."""
+    return bool(_DIGEST_RE.match(text))
+
+
+def parse_digest(text: str, *, field: str = "digest") -> str:
+    """Return the 64-hex part of a digest, raising :class:`InputError` on a malformed one."""
+    if not is_digest(text):
+        raise InputError(f"malformed digest {text!r}: expected sha256:<64 lowercase hex>", field=field)
+    return text[len(DIGEST_PREFIX):]
+
+
+def loads_canonical(data: bytes, *, path: str | None = None) -> Any:
+    """Parse JSON bytes, raising :class:`InputError` naming ``path`` when they are not JSON."""
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+        raise InputError(f"not valid JSON: {exc}", path=path) from exc
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite constant {name} is not allowed")
