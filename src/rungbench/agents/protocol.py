@@ -1,0 +1,111 @@
+"""The ``Agent`` protocol: a frozen request in, a response out.
+
+Domain-free: a request is the exact message list and tool schemas a model would
+see. Chess and causal code render their cases into requests; the runner digests
+the canonical request bytes before sending, so a retry is provably the same cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from rungbench.evidence.canonical import canonical_bytes, digest
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: str
+    """``system``, ``user``, ``assistant`` or ``tool``."""
+    content: str
+    """The message text, exactly as sent."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the message as a JSON-ready mapping."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Request:
+    """A frozen request: everything the agent sees for one cell."""
+
+    case_id: str
+    """Identifier of the cell or case this request belongs to."""
+    messages: tuple[Message, ...]
+    """The conversation, starting from a fresh context."""
+    tools: tuple[dict[str, Any], ...] = ()
+    """Tool schemas in the OpenAI function-calling format; identical across arms."""
+    tool_choice: str | None = None
+    """``required``, ``auto`` or None (provider default)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Domain payload a reference agent may read (e.g. the FEN); never sent to a provider."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the request as sent (metadata excluded) as a JSON-ready mapping."""
+        out: dict[str, Any] = {
+            "case_id": self.case_id,
+            "messages": [m.to_json() for m in self.messages],
+            "tools": list(self.tools),
+        }
+        if self.tool_choice is not None:
+            out["tool_choice"] = self.tool_choice
+        return out
+
+    def canonical(self) -> bytes:
+        """Return the canonical bytes of the request as sent."""
+        return canonical_bytes(self.to_json())
+
+    def digest(self) -> str:
+        """Return ``sha256:<hex>`` of :meth:`canonical`."""
+        return digest(self.to_json())
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the agent made."""
+
+    name: str
+    """Tool (function) name."""
+    arguments: str
+    """Raw argument string exactly as returned (may be malformed JSON)."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token accounting for one call."""
+
+    tokens_in: int = 0
+    """Prompt tokens."""
+    tokens_out: int = 0
+    """Completion tokens."""
+    cost_usd: float = 0.0
+    """Cost of the call in US dollars, when known."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """What an agent returned for one request."""
+
+    text: str | None
+    """Free-text content of the reply, if any."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Tool calls in the reply, in order."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens and cost."""
+    refusal: str | None = None
+    """The provider's explicit refusal text, if it refused."""
+    raw: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific raw fields worth keeping (finish reason, model id)."""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that answers frozen requests: a reference agent or a model provider."""
+
+    name: str
+
+    def respond(self, request: Request) -> Response:
+        """Answer one request from a fresh context."""
+        ...
