@@ -38,10 +38,32 @@ def _check(value: Any, where: str) -> None:
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """Return the canonical UTF-8 JSON encoding of ``value``."""
+    """Return the canonical UTF-8 JSON encoding of ``value``.
+
+    Raises :class:`InputError` for NaN, infinities, non-string keys, types JSON
+    cannot hold, and strings that are not valid Unicode (lone surrogates).
+    """
     _check(value, "")
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8")
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"string is not valid Unicode: {exc.reason}") from exc
+
+
+def scheme_record() -> dict[str, Any]:
+    """Return the versioned description of the byte form every digest is taken over."""
+    return {
+        "scheme": DIGEST_SCHEME,
+        "hash": "sha256",
+        "encoding": "utf-8",
+        "keys": "sorted by code point, strings only",
+        "separators": [",", ":"],
+        "non_finite": "rejected",
+        "ascii_escaping": False,
+    }
 
 
 def bytes_digest(data: bytes) -> str:
@@ -71,16 +93,43 @@ def is_digest(text: str) -> bool:
 def parse_digest(text: str, *, field: str = "digest") -> str:
     """Return the 64-hex part of a digest, raising :class:`InputError` on a malformed one."""
     if not is_digest(text):
-        raise InputError(f"malformed digest {text!r}: expected sha256:<64 lowercase hex>", field=field)
-    return text[len(DIGEST_PREFIX):]
+        raise InputError(
+            f"malformed digest {text!r}: expected sha256:<64 lowercase hex>", field=field
+        )
+    return text[len(DIGEST_PREFIX) :]
 
 
 def loads_canonical(data: bytes, *, path: str | None = None) -> Any:
-    """Parse JSON bytes, raising :class:`InputError` naming ``path`` when they are not JSON."""
+    """Parse JSON bytes, raising :class:`InputError` naming ``path`` when they are not JSON.
+
+    NaN/Infinity constants and duplicate object keys are rejected: either would let
+    two different byte strings carry one meaning, or one byte string two meanings.
+    """
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        return json.loads(
+            data.decode("utf-8"),
+            parse_constant=_reject_constant,
+            object_pairs_hook=_unique_pairs,
+        )
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
         raise InputError(f"not valid JSON: {exc}", path=path) from exc
+
+
+def is_canonical(data: bytes) -> bool:
+    """Return whether ``data`` is exactly the canonical encoding of the JSON it holds."""
+    try:
+        return canonical_bytes(loads_canonical(data)) == data
+    except InputError:
+        return False
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
 
 
 def _reject_constant(name: str) -> Any:

@@ -1,0 +1,52 @@
+"""Confidence intervals for a binomial proportion k/n.
+
+Seed 003 ("Why the existing numbers settle nothing") reports exact 95 %
+Clopper–Pearson bounds for the tiny control samples (0/40, 5/5, 2/5); Wilson is
+the score interval, better centred for moderate n. Both are two-sided with
+coverage 1 − alpha.
+"""
+
+from __future__ import annotations
+
+from scipy.stats import beta, norm
+
+from rungbench.errors import InputError
+from rungbench.stats._checks import check_alpha, check_count
+
+
+def _check_binomial(k: int, n: int) -> tuple[int, int]:
+    """Return (k, n) after checking 0 <= k <= n and n >= 1."""
+    n = check_count(n, field="n", minimum=1)
+    k = check_count(k, field="k", minimum=0)
+    if k > n:
+        raise InputError(f"k must not exceed n, got k={k} > n={n}", field="k")
+    return k, n
+
+
+def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Exact (Clopper & Pearson 1934) interval for k successes in n trials.
+
+    Bounds are Beta quantiles: lower = B(alpha/2; k, n-k+1), upper =
+    B(1-alpha/2; k+1, n-k), with 0 and 1 at the edges k = 0 and k = n.
+    """
+    k, n = _check_binomial(k, n)
+    alpha = check_alpha(alpha)
+    low = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return low, high
+
+
+def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson (1927) score interval for k successes in n trials.
+
+    centre = (p + z²/2n) / (1 + z²/n), half-width = z·sqrt(p(1-p)/n + z²/4n²) / (1 + z²/n).
+    """
+    k, n = _check_binomial(k, n)
+    alpha = check_alpha(alpha)
+    z = float(norm.ppf(1 - alpha / 2))
+    p = k / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / denominator
+    # Clip rounding dust so the interval always lies in [0, 1] and contains k/n.
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
