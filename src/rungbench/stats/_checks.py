@@ -47,7 +47,7 @@ def as_finite_vector(values: Sequence[float] | FloatArray, *, field: str) -> Flo
                          field=field)
     bad = np.flatnonzero(~np.isfinite(array))
     if bad.size:
-        raise InputError(f"{field}[{bad[0]}] is not finite: {array[bad[0]]!r}", field=field)
+        raise InputError(f"{field}[{bad[0]}] is not finite: {float(array[bad[0]])!r}", field=field)
     return array
 
 
@@ -56,6 +56,6 @@ def check_pvalues(pvalues: Sequence[float]) -> FloatArray:
     array = as_finite_vector(list(pvalues), field="pvalues")
     bad = np.flatnonzero((array < 0) | (array > 1))
     if bad.size:
-        raise InputError(f"pvalues[{bad[0]}] = {array[bad[0]]!r} is not in [0, 1]",
+        raise InputError(f"pvalues[{bad[0]}] = {float(array[bad[0]])!r} is not in [0, 1]",
                          field="pvalues")
     return array

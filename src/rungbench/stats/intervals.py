@@ -8,6 +8,9 @@ coverage 1 − alpha.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+from typing import Any
+
 from scipy.stats import beta, norm
 
 from rungbench.errors import InputError
@@ -50,3 +53,35 @@ def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / denominator
     # Clip rounding dust so the interval always lies in [0, 1] and contains k/n.
     return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+
+
+@dataclass(frozen=True)
+class BinomialIntervals:
+    """Both two-sided intervals for k successes in n trials."""
+
+    k: int
+    """Successes."""
+    n: int
+    """Trials."""
+    alpha: float
+    """Two-sided error rate (coverage 1 − alpha)."""
+    proportion: float
+    """k / n."""
+    clopper_pearson: tuple[float, float]
+    """Exact Clopper–Pearson (low, high)."""
+    wilson: tuple[float, float]
+    """Wilson score (low, high)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return both intervals as a JSON-ready mapping (intervals as [low, high])."""
+        out = asdict(self)
+        out["clopper_pearson"] = list(self.clopper_pearson)
+        out["wilson"] = list(self.wilson)
+        return out
+
+
+def binomial_intervals(k: int, n: int, alpha: float = 0.05) -> BinomialIntervals:
+    """Clopper–Pearson and Wilson intervals for k successes in n trials."""
+    cp = clopper_pearson(k, n, alpha)
+    return BinomialIntervals(k=k, n=n, alpha=alpha, proportion=k / n, clopper_pearson=cp,
+                             wilson=wilson(k, n, alpha))

@@ -42,7 +42,8 @@ def benjamini_hochberg_adjust(pvalues: Sequence[float]) -> list[float]:
     p = check_pvalues(pvalues)
     m = p.size
     order = np.argsort(p, kind="stable")
-    scaled = m * p[order] / np.arange(1, m + 1)
+    # (m / j) · p rather than m · p / j: the factor is exactly 1 at j = m, so q >= p holds.
+    scaled = (m / np.arange(1, m + 1)) * p[order]
     adjusted_sorted = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
     return _unsort(adjusted_sorted, order)
 

@@ -1,0 +1,63 @@
+"""Statistics used across domains: intervals, multiplicity, paired deltas, factorial
+estimands and planning (MDE, McNemar sample size).
+
+Formulas cite the seed sections they implement; ``seed_figures`` recomputes
+every number the seeds print.
+"""
+
+from rungbench.stats.factorial import (
+    FactorialEstimands,
+    FactorialIntervals,
+    factorial_2x2,
+    factorial_2x2_paired,
+)
+from rungbench.stats.intervals import BinomialIntervals, binomial_intervals, clopper_pearson, wilson
+from rungbench.stats.multiplicity import (
+    benjamini_hochberg,
+    benjamini_hochberg_adjust,
+    bonferroni,
+    bonferroni_adjust,
+    holm,
+    holm_adjust,
+)
+from rungbench.stats.paired import (
+    PairedDelta,
+    PairedSummary,
+    paired_cluster_bootstrap,
+    paired_summary,
+)
+from rungbench.stats.power import (
+    McNemarSampleSize,
+    MinimumDetectableEffect,
+    holm_first_step_alpha,
+    mcnemar_power,
+    mcnemar_sample_size,
+    mde,
+)
+
+__all__ = [
+    "BinomialIntervals",
+    "FactorialEstimands",
+    "FactorialIntervals",
+    "McNemarSampleSize",
+    "MinimumDetectableEffect",
+    "PairedDelta",
+    "PairedSummary",
+    "benjamini_hochberg",
+    "benjamini_hochberg_adjust",
+    "binomial_intervals",
+    "bonferroni",
+    "bonferroni_adjust",
+    "clopper_pearson",
+    "factorial_2x2",
+    "factorial_2x2_paired",
+    "holm",
+    "holm_adjust",
+    "holm_first_step_alpha",
+    "mcnemar_power",
+    "mcnemar_sample_size",
+    "mde",
+    "paired_cluster_bootstrap",
+    "paired_summary",
+    "wilson",
+]
