@@ -12,6 +12,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from rungbench.errors import InputError, IntegrityError, Refusal, RungbenchError
 
@@ -39,10 +40,11 @@ def fail(exc: RungbenchError, *, as_json: bool) -> NoReturn:
         if as_json:
             emit_json({"ok": False, "error": "refusal", **exc.to_json()})
         else:
-            err_console.print(f"[bold red]refused[/] {exc}", highlight=False)
+            err_console.print(f"[bold red]refused[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             for reason in exc.reasons:
                 subject = f" [{reason.subject}]" if reason.subject else ""
-                err_console.print(f"  {reason.code}{subject}: {reason.detail}", highlight=False)
+                line = f"  {reason.code}{subject}: {reason.detail}"
+                err_console.print(escape(line), highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_REFUSAL)
     kind = (
         "input_error" if isinstance(exc, InputError)
@@ -52,7 +54,7 @@ def fail(exc: RungbenchError, *, as_json: bool) -> NoReturn:
     if as_json:
         emit_json({"ok": False, "error": kind, "message": str(exc)})
     else:
-        err_console.print(f"[bold red]error[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_ERROR)
 
 

@@ -21,9 +21,11 @@ Stage = Callable[[Path, bool], dict[str, Any]]
 
 
 def _stages() -> list[tuple[str, Stage]]:
+    from rungbench.cli.evidence import demo_stage as evidence_stage
     from rungbench.cli.stats import demo_stage as stats_stage
 
     return [
+        ("evidence store, freeze/check, ledger (evidence)", evidence_stage),
         ("seed figures (stats)", stats_stage),
     ]
 

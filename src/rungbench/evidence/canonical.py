@@ -11,7 +11,9 @@ import hashlib
 import json
 import math
 import re
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import StringConstraints
 
 from rungbench.errors import InputError
 
@@ -19,7 +21,12 @@ DIGEST_SCHEME = "rungbench-canonical-json/1"
 """Version of the canonicalization; bump it if the byte form ever changes."""
 
 DIGEST_PREFIX = "sha256:"
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+"""Regular expression every digest matches."""
+_DIGEST_RE = re.compile(DIGEST_PATTERN)
+
+Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
+"""A ``sha256:<64 lowercase hex>`` digest, as a pydantic field type."""
 
 
 def _check(value: Any, where: str) -> None:

@@ -1,0 +1,118 @@
+"""Evidence: canonical JSON, digests, the object store, freeze/check, gates, ledger, manifests.
+
+Every arrow that crosses a stage boundary passes a content-addressed object; a
+stage reads its inputs by digest, checks them, and refuses when anything is
+absent, stale or different (DESIGN.md, "Data flow").
+"""
+
+from rungbench.evidence.canonical import (
+    DIGEST_PATTERN,
+    DIGEST_PREFIX,
+    DIGEST_SCHEME,
+    Digest,
+    bytes_digest,
+    canonical_bytes,
+    digest,
+    file_digest,
+    is_canonical,
+    is_digest,
+    loads_canonical,
+    parse_digest,
+    scheme_record,
+)
+from rungbench.evidence.freeze import (
+    INVENTORY,
+    Builder,
+    Frozen,
+    FrozenRecord,
+    check,
+    check_precondition,
+    check_reasons,
+    current_from_files,
+    freeze,
+    freeze_files,
+    frozen_json_schema,
+    json_builder,
+    load_record,
+    resolve_builder,
+)
+from rungbench.evidence.gate import Gate, GateReport, Precondition, require
+from rungbench.evidence.ledger import (
+    GENESIS,
+    BadRow,
+    ChainReport,
+    Event,
+    Ledger,
+    event_hash,
+    verify_chain,
+)
+from rungbench.evidence.manifest import (
+    Exclusion,
+    RunManifest,
+    build_manifest,
+    git_commit,
+    make_run_id,
+    manifest_json_schema,
+    read_manifest,
+    write_manifest,
+)
+from rungbench.evidence.paths import recorded_digests, shared_data_dir
+from rungbench.evidence.refs import UNSET, RefMove, Refs
+from rungbench.evidence.store import BadObject, ObjectStore, write_atomic
+
+__all__ = [
+    "DIGEST_PATTERN",
+    "DIGEST_PREFIX",
+    "DIGEST_SCHEME",
+    "GENESIS",
+    "INVENTORY",
+    "UNSET",
+    "BadObject",
+    "BadRow",
+    "Builder",
+    "ChainReport",
+    "Digest",
+    "Event",
+    "Exclusion",
+    "Frozen",
+    "FrozenRecord",
+    "Gate",
+    "GateReport",
+    "Ledger",
+    "ObjectStore",
+    "Precondition",
+    "RefMove",
+    "Refs",
+    "RunManifest",
+    "build_manifest",
+    "bytes_digest",
+    "canonical_bytes",
+    "check",
+    "check_precondition",
+    "check_reasons",
+    "current_from_files",
+    "digest",
+    "event_hash",
+    "file_digest",
+    "freeze",
+    "freeze_files",
+    "frozen_json_schema",
+    "git_commit",
+    "is_canonical",
+    "is_digest",
+    "json_builder",
+    "load_record",
+    "loads_canonical",
+    "make_run_id",
+    "manifest_json_schema",
+    "parse_digest",
+    "read_manifest",
+    "recorded_digests",
+    "require",
+    "resolve_builder",
+    "scheme_record",
+    "shared_data_dir",
+    "verify_chain",
+    "write_atomic",
+    "write_manifest",
+]

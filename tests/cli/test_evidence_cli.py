@@ -1,0 +1,346 @@
+"""`rungbench evidence ...`: exit codes, one-line errors naming the path or field, no overwrites."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from rungbench.cli import app
+from rungbench.cli.evidence import demo_stage
+from rungbench.evidence import (
+    INVENTORY,
+    Ledger,
+    ObjectStore,
+    bytes_digest,
+    freeze_files,
+    verify_chain,
+)
+
+RUNGBENCH = Path(sys.executable).parent / "rungbench"
+
+
+def _cli(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, ["evidence", *map(str, args)])
+
+
+def _doc(result: Result) -> Any:
+    return json.loads(result.stdout)
+
+
+def _flat(text: str) -> str:
+    """Join Rich's wrapped lines back into the single line it printed."""
+    return " ".join(text.split())
+
+
+@pytest.fixture
+def store_with(tmp_path: Path) -> tuple[Path, str]:
+    """A store holding one small object, and that object's digest."""
+    source = tmp_path / "input.txt"
+    source.write_bytes(b"hello evidence\n")
+    result = _cli("put", source, "--store", tmp_path / "study", "--json")
+    assert result.exit_code == 0, result.output
+    return tmp_path / "study", _doc(result)["digest"]
+
+
+def test_put_prints_digest(tmp_path: Path) -> None:
+    """put prints exactly the sha256 digest of the file's bytes."""
+    source = tmp_path / "f.bin"
+    source.write_bytes(b"\x00\x01abc")
+    result = _cli("put", source, "--store", tmp_path / "s")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == bytes_digest(b"\x00\x01abc")
+
+
+def test_put_missing_file_exit_1(tmp_path: Path) -> None:
+    """put of a missing file exits 1 naming the path and creates no object."""
+    result = _cli("put", tmp_path / "gone.txt", "--store", tmp_path / "s")
+    assert result.exit_code == 1
+    assert "gone.txt" in _flat(result.stderr)
+    assert list(ObjectStore(tmp_path / "s").iter_digests()) == []
+
+
+def test_get_to_stdout_and_json(store_with: tuple[Path, str]) -> None:
+    """get prints the stored bytes, or under --json one document with the text."""
+    store, found = store_with
+    assert _cli("get", found, "--store", store).stdout == "hello evidence\n"
+    doc = _doc(_cli("get", found, "--store", store, "--json"))
+    assert doc == {"ok": True, "digest": found, "bytes": 15, "text": "hello evidence\n"}
+
+
+def test_get_out_never_overwrites_without_force(
+    store_with: tuple[Path, str], tmp_path: Path
+) -> None:
+    """get --out onto an existing file exits 1 and leaves it; --force replaces it atomically."""
+    store, found = store_with
+    out = tmp_path / "out.txt"
+    out.write_text("precious")
+    result = _cli("get", found, "--store", store, "--out", out)
+    assert result.exit_code == 1
+    assert "out.txt" in _flat(result.stderr) and "--force" in _flat(result.stderr)
+    assert out.read_text() == "precious"
+    assert _cli("get", found, "--store", store, "--out", out, "--force").exit_code == 0
+    assert out.read_text() == "hello evidence\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input.txt", "out.txt", "study"]
+
+
+def test_get_truncated_object_exit_1_writes_nothing(
+    store_with: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A truncated object exits 1 naming its path; --out is not created."""
+    store, found = store_with
+    path = ObjectStore(store).path_for(found)
+    path.chmod(0o644)
+    path.write_bytes(b"hello")
+    out = tmp_path / "out.txt"
+    result = _cli("get", found, "--store", store, "--out", out, "--json")
+    assert result.exit_code == 1
+    doc = _doc(result)
+    assert doc["error"] == "integrity_error" and str(path) in doc["message"]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "bad", ["sha256:123", "SHA256:" + "a" * 64, "a" * 64, "sha256:" + "g" * 64]
+)
+def test_get_malformed_digest_exit_1(store_with: tuple[Path, str], bad: str) -> None:
+    """A digest in the wrong form exits 1 with one message naming the DIGEST field."""
+    store, _ = store_with
+    result = _cli("get", bad, "--store", store)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "malformed digest" in _flat(result.stderr) and "'DIGEST'" in _flat(result.stderr)
+
+
+def test_get_absent_object_exit_1(store_with: tuple[Path, str]) -> None:
+    """An object the store lacks exits 1 naming the object path."""
+    store, _ = store_with
+    result = _cli("get", "sha256:" + "0" * 64, "--store", store, "--json")
+    assert result.exit_code == 1
+    assert "not in the store" in _doc(result)["message"]
+
+
+def test_verify_lists_every_bad_object(store_with: tuple[Path, str], tmp_path: Path) -> None:
+    """verify exits 0 on a clean store and 1 listing every damaged object."""
+    store, found = store_with
+    assert _cli("verify", "--store", store).exit_code == 0
+    other = ObjectStore(store).put_bytes(b"second object")
+    for digest in (found, other):
+        path = ObjectStore(store).path_for(digest)
+        path.chmod(0o644)
+        path.write_bytes(path.read_bytes()[:-1])
+    result = _cli("verify", "--store", store, "--json")
+    assert result.exit_code == 1
+    doc = _doc(result)
+    assert doc["ok"] is False and doc["objects"] == 2
+    assert sorted(b["expected"] for b in doc["bad"]) == sorted([found, other])
+    text = _flat(_cli("verify", "--store", store).stderr)
+    assert "2 bad objects" in text and found in text and other in text
+
+
+def test_verify_missing_store_exit_1(tmp_path: Path) -> None:
+    """verify of a directory that does not exist exits 1 naming it."""
+    result = _cli("verify", "--store", tmp_path / "nostore")
+    assert result.exit_code == 1 and "nostore" in _flat(result.stderr)
+
+
+def _tampered_ledger(tmp_path: Path) -> Path:
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as ledger:
+        for i in range(4):
+            ledger.append("e", {"i": i})
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("DROP TRIGGER ledger_events_no_update")
+    db.execute("""UPDATE ledger_events SET payload = '{"i":7}' WHERE seq = 3""")
+    db.close()
+    return path
+
+
+def test_ledger_verify_ok_and_tampered(tmp_path: Path) -> None:
+    """ledger-verify exits 0 on a good chain and 1 naming the first bad row."""
+    good = tmp_path / "good.sqlite"
+    assert _cli("ledger-append", good, "--kind", "k", "--payload", '{"a":1}').exit_code == 0
+    doc = _doc(_cli("ledger-verify", good, "--json"))
+    assert doc["ok"] is True and doc["count"] == 1
+    bad = _tampered_ledger(tmp_path)
+    result = _cli("ledger-verify", bad, "--json")
+    assert result.exit_code == 1
+    assert _doc(result)["first_bad"]["seq"] == 3
+    assert "row seq 3 is bad" in _flat(_cli("ledger-verify", bad).stderr)
+
+
+def test_ledger_append_rejects_bad_payload(tmp_path: Path) -> None:
+    """A payload that is not JSON exits 1 naming --payload and writes no event."""
+    path = tmp_path / "l.sqlite"
+    result = _cli("ledger-append", path, "--kind", "k", "--payload", "{oops")
+    assert result.exit_code == 1 and "--payload" in _flat(result.stderr)
+    assert not path.exists() or verify_chain(path).count == 0
+
+
+def test_ledger_verify_missing_and_bad_anchor(tmp_path: Path) -> None:
+    """A missing ledger file or a malformed --anchor exits 1 naming it."""
+    result = _cli("ledger-verify", tmp_path / "none.sqlite")
+    assert result.exit_code == 1 and "none.sqlite" in _flat(result.stderr)
+    good = tmp_path / "g.sqlite"
+    Ledger(good).close()
+    result = _cli("ledger-verify", good, "--anchor", "nope")
+    assert result.exit_code == 1 and "--anchor" in _flat(result.stderr)
+
+
+def _freeze(tmp_path: Path) -> tuple[Path, Path, str]:
+    source = tmp_path / "cohort.json"
+    source.write_text('{"games":[1,2]}')
+    store = tmp_path / "study"
+    result = _cli("freeze", "cohort", "--store", store, "--input", f"cohort={source}", "--json")
+    assert result.exit_code == 0, result.output
+    return store, source, _doc(result)["frozen"]
+
+
+def test_freeze_then_check_passes(tmp_path: Path) -> None:
+    """check of an untouched freeze exits 0 and reports the record."""
+    store, source, frozen = _freeze(tmp_path)
+    result = _cli("check", frozen, "--store", store, "--input", f"cohort={source}", "--json")
+    assert result.exit_code == 0
+    assert _doc(result)["record"]["inputs"]["cohort"] == bytes_digest(source.read_bytes())
+
+
+def test_check_stale_input_exit_3(tmp_path: Path) -> None:
+    """A changed source makes check exit 3 with reason stale naming the input."""
+    store, source, frozen = _freeze(tmp_path)
+    source.write_text('{"games":[1,2,3]}')
+    result = _cli("check", frozen, "--store", store, "--input", f"cohort={source}", "--json")
+    assert result.exit_code == 3
+    doc = _doc(result)
+    assert [(r["code"], r["subject"]) for r in doc["reasons"]] == [("stale", "cohort")]
+
+
+def test_check_missing_input_exit_3(tmp_path: Path) -> None:
+    """A missing source file and a missing stored input both refuse with absent (exit 3)."""
+    store, source, frozen = _freeze(tmp_path)
+    source.unlink()
+    result = _cli("check", frozen, "--store", store, "--input", f"cohort={source}", "--json")
+    assert result.exit_code == 3
+    assert [r["code"] for r in _doc(result)["reasons"]] == ["absent"]
+    record = ObjectStore(store).get_json(frozen)
+    ObjectStore(store).path_for(record["inputs"]["cohort"]).unlink()
+    result = _cli("check", frozen, "--store", store)
+    assert result.exit_code == 3
+    assert "absent" in _flat(result.stderr) and "cohort" in _flat(result.stderr)
+
+
+def test_freeze_bad_input_spec_exit_1(tmp_path: Path) -> None:
+    """An --input without NAME=FILE exits 1 naming the option."""
+    result = _cli("freeze", "x", "--store", tmp_path / "s", "--input", "justafile")
+    assert result.exit_code == 1 and "--input" in _flat(result.stderr)
+
+
+def _manifest_values() -> dict[str, Any]:
+    return {
+        "schema": "rungbench.run-manifest/1",
+        "run_id": "r1",
+        "package_version": "0.1.0",
+        "design_digest": "sha256:" + "a" * 64,
+        "inputs": {},
+        "started_at": "2026-01-01T00:00:00Z",
+        "ended_at": "2026-01-01T00:01:00Z",
+    }
+
+
+def test_manifest_not_json_exit_1(tmp_path: Path) -> None:
+    """A manifest that is not JSON exits 1 with one message naming the file."""
+    path = tmp_path / "manifest.json"
+    path.write_text("not json at all")
+    result = _cli("manifest", path)
+    assert result.exit_code == 1
+    assert _flat(result.stderr).startswith(f"error {path}: not valid JSON")
+
+
+def test_manifest_missing_field_exit_1(tmp_path: Path) -> None:
+    """A manifest missing a field exits 1 naming that field."""
+    values = _manifest_values()
+    del values["ended_at"]
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(values))
+    result = _cli("manifest", path, "--json")
+    assert result.exit_code == 1
+    assert "(field 'ended_at')" in _doc(result)["message"]
+
+
+def test_manifest_valid_and_schema(tmp_path: Path) -> None:
+    """A valid manifest prints its digest; manifest-schema prints a JSON Schema."""
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(_manifest_values()))
+    doc = _doc(_cli("manifest", path, "--json"))
+    assert doc["ok"] is True and doc["manifest"]["run_id"] == "r1"
+    schema = _doc(_cli("manifest-schema", "--json"))
+    assert "design_digest" in schema["required"]
+
+
+def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "400"}
+    return subprocess.run(
+        [str(RUNGBENCH), "evidence", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+
+
+def test_real_subprocess_exit_codes(tmp_path: Path) -> None:
+    """Through the installed console script: malformed digest 1, stale check 3, bad manifest 1."""
+    source = tmp_path / "a.txt"
+    source.write_text("alpha")
+    store = tmp_path / "study"
+    frozen = freeze_files(ObjectStore(store), "a", INVENTORY, {"a": source}).digest
+    bad = _run("get", "sha256:zz", "--store", store)
+    assert bad.returncode == 1
+    assert bad.stderr.count("\n") == 1 and "'DIGEST'" in bad.stderr
+    source.write_text("beta")
+    check = _run("check", frozen, "--store", store, "--input", f"a={source}", "--json")
+    assert check.returncode == 3
+    assert json.loads(check.stdout)["reasons"][0]["code"] == "stale"
+    truncated = tmp_path / "t.json"
+    truncated.write_text('{"run_id": "r1", "inputs": {')
+    manifest = _run("manifest", truncated)
+    assert manifest.returncode == 1 and str(truncated) in manifest.stderr
+
+
+def test_demo_stage_on_bundled_data(tmp_path: Path) -> None:
+    """The demo stage stores real files, refuses a stale source, and keeps a valid ledger."""
+    summary = demo_stage(tmp_path, True)
+    assert summary["files"] >= 3 and summary["bad_objects"] == 0
+    assert summary["digests_matching_sources_md"] == summary["files"]
+    assert summary["stale_check_refused_with"] == ["stale"]
+    assert summary["ledger_ok"] is True
+    assert summary["ledger_events"] == summary["files"] + 3
+    assert summary["manifest_reread_matches"] is True
+    run_json = "llm_chess/gpt-oss-20b-low_2025-08-12-15-06-46/_run.json"
+    assert summary["input_digests"][run_json] == (
+        "sha256:cfc0e9a3ee7093a01a5b2fc01c74a18fa36c5d70c4c88ebf5bd232a220af4e11"
+    )
+    again = demo_stage(tmp_path, True)
+    assert again["frozen"] == summary["frozen"]
+    assert again["ledger_events"] == 2 * summary["ledger_events"]
+
+
+def test_ref_move_get_and_expect(tmp_path: Path) -> None:
+    """ref moves and reads a name; a failed --expect exits 3; an unknown ref exits 1."""
+    store, book = tmp_path / "study", tmp_path / "ledger.sqlite"
+    a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    moved = _cli("ref", "cohorts/x", a, "--store", store, "--ledger", book, "--json")
+    assert moved.exit_code == 0 and _doc(moved)["old"] is None
+    assert _cli("ref", "cohorts/x", "--store", store).stdout.strip() == a
+    refused = _cli("ref", "cohorts/x", b, "--store", store, "--expect", "unset", "--json")
+    assert refused.exit_code == 3 and _doc(refused)["reasons"][0]["code"] == "stale"
+    assert _cli("ref", "cohorts/x", "--store", store).stdout.strip() == a
+    missing = _cli("ref", "nothing", "--store", store)
+    assert missing.exit_code == 1 and "no ref 'nothing'" in _flat(missing.stderr)
+    assert verify_chain(book).count == 1
