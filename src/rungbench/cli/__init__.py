@@ -33,7 +33,7 @@ def _root(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    """rungbench: byte-matched ablations, paired interventions, exact oracles, fail-closed evidence."""
+    """Byte-matched ablations, paired interventions, exact oracles, fail-closed evidence."""
 
 
 def main() -> None:

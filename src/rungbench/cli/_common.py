@@ -40,7 +40,8 @@ def fail(exc: RungbenchError, *, as_json: bool) -> NoReturn:
         if as_json:
             emit_json({"ok": False, "error": "refusal", **exc.to_json()})
         else:
-            err_console.print(f"[bold red]refused[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            head = f"[bold red]refused[/] {escape(str(exc))}"
+            err_console.print(head, highlight=False, soft_wrap=True)
             for reason in exc.reasons:
                 subject = f" [{reason.subject}]" if reason.subject else ""
                 line = f"  {reason.code}{subject}: {reason.detail}"

@@ -30,8 +30,11 @@ def _stages() -> list[tuple[str, Stage]]:
     ]
 
 
+WORKDIR_OPTION = typer.Option(None, help="Where stage outputs go (default: a temp dir).")
+
+
 def demo(
-    workdir: Path | None = typer.Option(None, help="Where stage outputs go (default: a temp dir)."),
+    workdir: Path | None = WORKDIR_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the main job, as far as it is built, on the bundled data."""
@@ -45,7 +48,8 @@ def demo(
         start = time.perf_counter()
         try:
             summary = stage(base, as_json)
-            results[name] = {"ok": True, "seconds": round(time.perf_counter() - start, 3), **summary}
+            seconds = round(time.perf_counter() - start, 3)
+            results[name] = {"ok": True, "seconds": seconds, **summary}
         except RungbenchError as exc:
             failed = True
             results[name] = {"ok": False, "error": str(exc)}
