@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rungbench import __version__
-from rungbench.cli import causal, chess, evidence, stats
+from rungbench.cli import causal, chess, chess_census, evidence, stats
 from rungbench.cli.demo import demo
 
 app = typer.Typer(
@@ -17,6 +17,7 @@ app = typer.Typer(
 app.add_typer(evidence.app, name="evidence")
 app.add_typer(stats.app, name="stats")
 app.add_typer(causal.app, name="causal")
+chess_census.register(chess.app)
 app.add_typer(chess.app, name="chess")
 app.command("demo")(demo)
 

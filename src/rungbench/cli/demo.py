@@ -21,12 +21,14 @@ Stage = Callable[[Path, bool], dict[str, Any]]
 
 
 def _stages() -> list[tuple[str, Stage]]:
+    from rungbench.cli.chess_census import demo_stage as census_stage
     from rungbench.cli.evidence import demo_stage as evidence_stage
     from rungbench.cli.stats import demo_stage as stats_stage
 
     return [
         ("evidence store, freeze/check, ledger (evidence)", evidence_stage),
         ("seed figures (stats)", stats_stage),
+        ("LLM Chess replay and A104 census (chess)", census_stage),
     ]
 
 

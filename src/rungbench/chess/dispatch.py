@@ -1,0 +1,300 @@
+"""Versioned replay of the LLM Chess conversational dispatcher (seed 000, A104).
+
+The historical dispatcher answered each reply of a player with a fixed
+precedence: a board query, then a legal-list query, then reflection (the
+follow-up to a reflection prompt, or a ``do_reflection`` request), and only
+then an attempt to recover a ``make_move`` command. Matching is by substring on
+the lowercased, stripped reply; a ``remove_text`` regex (``_run.json``) strips
+reasoning before matching in the versions that honour it.
+
+A104 replays this grammar rather than inventing a convenient interpretation
+after seeing the outputs, so every rule that changed between program versions
+is a field of :class:`DispatcherVersion`; :data:`VERSIONS` names the versions
+visible in the bundled public runs (see ``shared/data/SOURCES.md``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Literal
+
+import chess
+from rungbench.errors import InputError
+from rungbench.evidence.canonical import digest
+
+BOARD_ACTION = "get_current_board"
+LEGAL_ACTION = "get_legal_moves"
+REFLECT_ACTION = "do_reflection"
+MAKE_MOVE_ACTION = "make_move"
+
+MOVE_MADE = "Move made, switching player"
+TOO_MANY_WRONG_ACTIONS = "Too many wrong actions"
+
+REFLECT_PROMPT = (
+    "Before deciding on the next move you can reflect on your current situation, "
+    "write down notes and evaluate.\n"
+    "Here're a few recommendations that you can follow to make a better move decision:\n"
+    "- Shortlist the most valuable next moves\n"
+    "- Consider how they affect the situation\n"
+    "- What could be the next moves from your opponent in each case\n"
+    "- Is there any strategy fitting the situation and your choice of moves\n"
+    "- Rerank the shortlisted moves based on the previous steps\n"
+)
+"""The reply to ``do_reflection`` (LLM Chess ``reflect_prompt``)."""
+
+REFLECTION_FOLLOWUP = (
+    "Now that you reflected please choose any of the valid actions: "
+    f"{BOARD_ACTION}, {LEGAL_ACTION}, {REFLECT_ACTION}, {MAKE_MOVE_ACTION} <UCI formatted move>"
+)
+"""The reply to whatever follows a reflection prompt (unless it is a board or list query)."""
+
+Colour = Literal["white", "black"]
+
+
+class VerdictKind(StrEnum):
+    """What the dispatcher made of one reply, in precedence order."""
+
+    BOARD_QUERY = "board_query"
+    LEGAL_QUERY = "legal_query"
+    REFLECTION_FOLLOWUP = "reflection_followup"
+    REFLECTION = "reflection"
+    MOVE_ACCEPTED = "move_accepted"
+    MOVE_REJECTED = "move_rejected"
+    INVALID_ACTION = "invalid_action"
+
+
+TOOL_KINDS = frozenset({VerdictKind.BOARD_QUERY, VerdictKind.LEGAL_QUERY})
+"""Verdicts that answer with state information (the two A104 tool queries)."""
+
+
+@dataclass(frozen=True)
+class DispatcherVersion:
+    """One historical (or native) version of the conversational dispatcher."""
+
+    name: str
+    """Stable identifier recorded with every verdict."""
+    description: str
+    """Where the version's rules come from."""
+    make_move_pattern: str = r"make_move ([a-zA-Z0-9]{4,5})"
+    """Regex searched in the lowercased reply; group 1 is the UCI candidate."""
+    remove_text: str | None = None
+    """Regex removed (DOTALL) from the reply before matching, or None."""
+    failure_scope: Literal["move", "game"] = "move"
+    """Whether the failed-attempt counter restarts at every move or runs for the game."""
+    max_failed_attempts: int = 3
+    """Failed replies (invalid action or rejected move) after which the game is lost."""
+    max_turns: int = 10
+    """Replies per move dialogue; the last one is never dispatched (AutoGen ``max_turns``)."""
+    wrong_counters_per_move: bool = False
+    """Whether wrong_moves/wrong_actions restart at every move, so a game record holds
+    only its last move's failures (the January 2025 program did this)."""
+    action_counters: bool = True
+    """Whether the version counts board, list and make_move actions per player."""
+    enable_reflection: bool = False
+    """Whether the turn prompt offers ``do_reflection`` (the dispatcher accepts it either way)."""
+    board_mode: Literal["UNICODE_ONLY", "FEN_ONLY"] = "UNICODE_ONLY"
+    """How ``get_current_board`` renders the position."""
+
+    def with_config(
+        self, *, remove_text: str | None, enable_reflection: bool, max_failed_attempts: int,
+        max_turns: int, board_mode: Literal["UNICODE_ONLY", "FEN_ONLY"],
+    ) -> DispatcherVersion:
+        """Return this version with a run's configuration (``_run.json``) applied.
+
+        A configuration that differs from the version's own gets a name suffixed with a
+        digest of the configuration, so two differently configured runs never share a name.
+        """
+        configured = replace(
+            self, remove_text=remove_text, enable_reflection=enable_reflection,
+            max_failed_attempts=max_failed_attempts, max_turns=max_turns, board_mode=board_mode,
+        )
+        if configured == self:
+            return self
+        return replace(configured, name=f"{self.name}+{digest(configured.to_json())[7:15]}")
+
+    def to_json(self) -> dict[str, object]:
+        """Return the version as a JSON-ready mapping."""
+        return {
+            "name": self.name, "make_move_pattern": self.make_move_pattern,
+            "remove_text": self.remove_text, "failure_scope": self.failure_scope,
+            "max_failed_attempts": self.max_failed_attempts, "max_turns": self.max_turns,
+            "wrong_counters_per_move": self.wrong_counters_per_move,
+            "action_counters": self.action_counters, "enable_reflection": self.enable_reflection,
+            "board_mode": self.board_mode,
+        }
+
+
+VERSIONS: dict[str, DispatcherVersion] = {
+    v.name: v
+    for v in (
+        DispatcherVersion(
+            name="llmchess-2025-01",
+            description=(
+                "LLM Chess as run in January 2025 (gpt-35-turbo-0301 log): substring "
+                "dispatch, make_move regex with optional promotion letter, no remove_text, "
+                "only wrong_moves/wrong_actions/reflection counters, and those two reset at "
+                "every move (game 13 of the log: one invalid action at move 2, three at move "
+                "4, recorded as 3; the printed aggregate's 90 = 30 x 3)"
+            ),
+            action_counters=False,
+            wrong_counters_per_move=True,
+        ),
+        DispatcherVersion(
+            name="llmchess-2025-08",
+            description=(
+                "LLM Chess as run in August 2025 (gpt-oss-20b log, _run.json): remove_text "
+                "applied before dispatch, per-player board/list/make_move counters, tool-call "
+                "suggestions with empty content answered as invalid actions"
+            ),
+            remove_text=r"<think>.*?</think>",
+        ),
+        DispatcherVersion(
+            name="uci4-no-promotion",
+            description=(
+                "the make_move grammar without a promotion letter (exactly four characters): "
+                "'make_move e7e8q' is recovered as e7e8, which python-chess rejects"
+            ),
+            make_move_pattern=r"make_move ([a-zA-Z0-9]{4})",
+        ),
+    )
+}
+"""Dispatcher versions by name."""
+
+
+def version(name: str) -> DispatcherVersion:
+    """Return the dispatcher version called ``name``."""
+    try:
+        return VERSIONS[name]
+    except KeyError:
+        raise InputError(
+            f"unknown dispatcher version {name!r}; known: {', '.join(sorted(VERSIONS))}",
+            field="dispatcher",
+        ) from None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The dispatcher's answer to one reply."""
+
+    kind: VerdictKind
+    """Which rule fired."""
+    move: str | None
+    """The UCI string recovered from a make_move command (accepted or rejected)."""
+    reply: str
+    """The text the dispatcher sent back (before any too-many-failures substitution)."""
+    failed: bool
+    """Whether the reply counts as a failed attempt (invalid action or rejected move)."""
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the reply contained a legal command the parser accepted."""
+        return self.kind is VerdictKind.MOVE_ACCEPTED
+
+
+def turn_prompt(colour: Colour, *, enable_reflection: bool) -> str:
+    """Return the LLM Chess turn prompt for ``colour``."""
+    reflection = (
+        f"- '{REFLECT_ACTION}' to take a moment to think about your strategy\n"
+        if enable_reflection else ""
+    )
+    return (
+        f"You are a professional chess player and you play as {colour}. "
+        "Now is your turn to make a move. Before making a move you can pick one of the "
+        "following actions:\n"
+        f"- '{BOARD_ACTION}' to get the schema and current status of the board\n"
+        f"- '{LEGAL_ACTION}' to get a UCI formatted list of available moves\n"
+        + reflection
+        + f"- '{MAKE_MOVE_ACTION} <UCI formatted move>' when you are ready to complete your turn "
+        f"(e.g., '{MAKE_MOVE_ACTION} e2e4')"
+    )
+
+
+def invalid_action_message(*, enable_reflection: bool) -> str:
+    """Return the LLM Chess invalid-action reply."""
+    reflection = f", {REFLECT_ACTION}" if enable_reflection else ""
+    return (
+        "Invalid action. Pick one, reply exactly with the name and space delimitted argument: "
+        f"{BOARD_ACTION}, {LEGAL_ACTION}{reflection}, {MAKE_MOVE_ACTION} <UCI formatted move>"
+    )
+
+
+def render_board(board: chess.Board, mode: str = "UNICODE_ONLY") -> str:
+    """Return the ``get_current_board`` reply: python-chess's unicode board or the FEN."""
+    if mode == "FEN_ONLY":
+        return board.fen()
+    return board.unicode()
+
+
+def render_legal_moves(board: chess.Board) -> str:
+    """Return the ``get_legal_moves`` reply: legal UCI moves joined by commas, generator order."""
+    return ",".join(move.uci() for move in board.legal_moves)
+
+
+_BOARD_ROW = re.compile(r"^[♜♞♝♛♚♟♖♘♗♕♔♙⭘]( [♜♞♝♛♚♟♖♘♗♕♔♙⭘]){7}$")
+_UCI_LIST = re.compile(r"^[a-h][1-8][a-h][1-8][qrbn]?(,[a-h][1-8][a-h][1-8][qrbn]?)*$")
+
+
+def is_board_display(text: str) -> bool:
+    """Return whether ``text`` has the board-display shape: 8 rows of 8 unicode squares."""
+    rows = text.split("\n")
+    return len(rows) == 8 and all(_BOARD_ROW.match(row) for row in rows)
+
+
+def is_legal_list(text: str) -> bool:
+    """Return whether ``text`` is a comma-separated list of UCI moves."""
+    return bool(_UCI_LIST.match(text))
+
+
+def visible_text(version: DispatcherVersion, content: str) -> str:
+    """Return what the dispatcher matches: ``remove_text`` applied, lowercased, stripped."""
+    if version.remove_text:
+        content = re.sub(version.remove_text, "", content, flags=re.DOTALL)
+    return content.lower().strip()
+
+
+def _illegal_reason(board: chess.Board, uci: str) -> str | None:
+    """Return python-chess's error text for pushing ``uci``, or None when it is legal."""
+    try:
+        move = chess.Move.from_uci(uci)
+        board.copy(stack=False).push_uci(move.uci())
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def dispatch(
+    version: DispatcherVersion, content: str, *, board: chess.Board, previous_prompt: str,
+) -> Verdict:
+    """Apply the fixed precedence of ``version`` to one reply; the board is not modified.
+
+    ``previous_prompt`` is the dispatcher's previous message in this dialogue; when it
+    was the reflection prompt, any reply other than a board or list query gets the
+    reflection follow-up, even a make_move command.
+    """
+    choice = visible_text(version, content)
+    if BOARD_ACTION in choice:
+        display = render_board(board, version.board_mode)
+        return Verdict(VerdictKind.BOARD_QUERY, None, display, False)
+    if LEGAL_ACTION in choice:
+        return Verdict(VerdictKind.LEGAL_QUERY, None, render_legal_moves(board), False)
+    if _strip_removed(version, previous_prompt) == REFLECT_PROMPT:
+        return Verdict(VerdictKind.REFLECTION_FOLLOWUP, None, REFLECTION_FOLLOWUP, False)
+    if REFLECT_ACTION in choice:
+        return Verdict(VerdictKind.REFLECTION, None, REFLECT_PROMPT, False)
+    match = re.search(version.make_move_pattern, choice)
+    if match is None:
+        invalid = invalid_action_message(enable_reflection=version.enable_reflection)
+        return Verdict(VerdictKind.INVALID_ACTION, None, invalid, True)
+    uci = match.group(1)
+    reason = _illegal_reason(board, uci)
+    if reason is None:
+        return Verdict(VerdictKind.MOVE_ACCEPTED, uci, MOVE_MADE, False)
+    return Verdict(VerdictKind.MOVE_REJECTED, uci, f"Failed to make move: {reason}", True)
+
+
+def _strip_removed(version: DispatcherVersion, text: str) -> str:
+    if version.remove_text:
+        return re.sub(version.remove_text, "", text, flags=re.DOTALL)
+    return text
