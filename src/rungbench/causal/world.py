@@ -1,0 +1,344 @@
+"""Binary structural causal models ("worlds") and their public JSON view.
+
+Seed 003, "Generated-world benchmark" → "World model": every variable is binary;
+each endogenous V has its own exogenous U_V that selects one *response function*
+(a table from parent configurations to {0,1}); latent confounders are unobserved
+roots. The public rendering is the `rungbench.world/1` document of
+docs/CONTRACTS.md §1, listed in a seeded shuffled order (never causal order).
+
+Queries are `rungbench.query/1` documents (CONTRACTS §2), parsed into `Query`
+and checked against a world by `check_query`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rungbench.errors import InputError
+
+WORLD_SCHEMA = "rungbench.world/1"
+"""Schema tag of the public world JSON."""
+
+QUERY_SCHEMA = "rungbench.query/1"
+"""Schema tag of the query JSON (documents may omit it)."""
+
+PROB_TOLERANCE = 1e-9
+"""Response probabilities of one variable must sum to 1 within this (CONTRACTS §1)."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """One response function of a variable, selected by U_V with probability ``p``."""
+
+    p: float
+    """Probability that U_V selects this function; > 0."""
+    table: tuple[int, ...]
+    """Output per parent configuration; row index = sum(parent_i << i), first parent LSB."""
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A binary variable with its parents and its mixture of response functions."""
+
+    name: str
+    """Unique variable name."""
+    parents: tuple[str, ...]
+    """Parent names; the first listed parent is the least significant bit of the row index."""
+    responses: tuple[Response, ...]
+    """Distinct response functions with probabilities summing to 1."""
+    observed: bool = True
+    """False marks a latent variable (typically a confounder root)."""
+
+    def p_one(self) -> np.ndarray:
+        """Return P(V=1 | parent configuration) per row index (U_V marginalized)."""
+        return np.asarray(self.cpd()[1])
+
+    def cpd(self) -> np.ndarray:
+        """Return P(V=v | row) as a (2, rows) array; both rows are sums of response
+        probabilities, so impossible values are exactly 0 (not 1 - (1 - 1e-16))."""
+        probs = np.array([r.p for r in self.responses])
+        tables = np.array([r.table for r in self.responses], dtype=float)
+        return np.stack([probs @ (1.0 - tables), probs @ tables])
+
+
+@dataclass(frozen=True)
+class World:
+    """A binary SCM; ``variables`` is held in canonical topological order.
+
+    Construct with any listing order: the constructor validates the world and
+    reorders the variables topologically (Kahn's algorithm, ties by name), so
+    two worlds with the same mechanisms compare equal however they were listed.
+    """
+
+    world_id: str
+    """Identifier of the world, e.g. ``w0007``."""
+    variables: tuple[Variable, ...]
+    """All variables in canonical topological order."""
+    _index: Mapping[str, int] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        ordered = _validate_and_order(self.variables)
+        object.__setattr__(self, "variables", ordered)
+        object.__setattr__(self, "_index", {v.name: i for i, v in enumerate(ordered)})
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Variable names in topological order."""
+        return tuple(v.name for v in self.variables)
+
+    @property
+    def observed_names(self) -> tuple[str, ...]:
+        """Observed variable names in topological order."""
+        return tuple(v.name for v in self.variables if v.observed)
+
+    @property
+    def latent_names(self) -> tuple[str, ...]:
+        """Latent variable names in topological order."""
+        return tuple(v.name for v in self.variables if not v.observed)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def var(self, name: str) -> Variable:
+        """Return the variable called ``name``; InputError if unknown."""
+        if name not in self._index:
+            raise InputError(f"unknown variable {name!r}", field="name")
+        return self.variables[self._index[name]]
+
+    def position(self, name: str) -> int:
+        """Return the topological position of ``name``."""
+        return self._index[name]
+
+    def edges(self) -> list[tuple[str, str]]:
+        """Return all directed edges (parent, child), latents included."""
+        return [(p, v.name) for v in self.variables for p in v.parents]
+
+    def children(self, name: str) -> tuple[str, ...]:
+        """Return the children of ``name`` in topological order."""
+        return tuple(v.name for v in self.variables if name in v.parents)
+
+    def descendants(self, names: Iterable[str]) -> frozenset[str]:
+        """Return the variables reachable from ``names`` by directed paths (names included)."""
+        out = set(names)
+        for v in self.variables:
+            if any(p in out for p in v.parents):
+                out.add(v.name)
+        return frozenset(out)
+
+    def ancestors(self, names: Iterable[str]) -> frozenset[str]:
+        """Return the variables with a directed path into ``names`` (names included)."""
+        out = set(names)
+        for v in reversed(self.variables):
+            if v.name in out:
+                out.update(v.parents)
+        return frozenset(out)
+
+    def n_configurations(self) -> int:
+        """Return the number of joint exogenous configurations (product of response counts)."""
+        return math.prod(len(v.responses) for v in self.variables)
+
+    def to_json(self, *, seed: int) -> dict[str, Any]:
+        """Render the public `rungbench.world/1` document, variables shuffled by ``seed``."""
+        order = np.random.default_rng(seed).permutation(len(self.variables))
+        return {
+            "schema": WORLD_SCHEMA,
+            "world_id": self.world_id,
+            "variables": [_variable_json(self.variables[int(i)]) for i in order],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> World:
+        """Parse a `rungbench.world/1` document; InputError names the bad field."""
+        if not isinstance(doc, Mapping):
+            raise InputError("world document must be an object", field="world")
+        if doc.get("schema") != WORLD_SCHEMA:
+            raise InputError(f"schema must be {WORLD_SCHEMA!r}, got {doc.get('schema')!r}",
+                             field="schema")
+        world_id = doc.get("world_id")
+        if not isinstance(world_id, str) or not world_id:
+            raise InputError(f"world_id must be a non-empty string, got {world_id!r}",
+                             field="world_id")
+        raw = doc.get("variables")
+        if not isinstance(raw, list) or not raw:
+            raise InputError("variables must be a non-empty list", field="variables")
+        return cls(world_id, tuple(_variable_from_json(v, i) for i, v in enumerate(raw)))
+
+
+def _variable_json(v: Variable) -> dict[str, Any]:
+    return {
+        "name": v.name,
+        "observed": v.observed,
+        "parents": list(v.parents),
+        "responses": [{"p": r.p, "table": list(r.table)} for r in v.responses],
+    }
+
+
+def _variable_from_json(raw: Any, i: int) -> Variable:
+    where = f"variables[{i}]"
+    if not isinstance(raw, Mapping):
+        raise InputError("variable must be an object", field=where)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"name must be a non-empty string, got {name!r}", field=f"{where}.name")
+    observed = raw.get("observed", True)
+    if not isinstance(observed, bool):
+        raise InputError(f"observed must be a boolean, got {observed!r}",
+                         field=f"{where}.observed")
+    parents = raw.get("parents", [])
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise InputError(f"parents must be a list of names, got {parents!r}",
+                         field=f"{where}.parents")
+    responses = raw.get("responses")
+    if not isinstance(responses, list) or not responses:
+        raise InputError("responses must be a non-empty list", field=f"{where}.responses")
+    parsed = []
+    for j, r in enumerate(responses):
+        rw = f"{where}.responses[{j}]"
+        if not isinstance(r, Mapping):
+            raise InputError("response must be an object", field=rw)
+        p, table = r.get("p"), r.get("table")
+        if isinstance(p, bool) or not isinstance(p, int | float):
+            raise InputError(f"p must be a number, got {p!r}", field=f"{rw}.p")
+        if not isinstance(table, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in table
+        ):
+            raise InputError(f"table must be a list of 0/1, got {table!r}", field=f"{rw}.table")
+        parsed.append(Response(float(p), tuple(table)))
+    return Variable(name, tuple(parents), tuple(parsed), observed)
+
+
+def _check_variable(v: Variable) -> None:
+    where = f"variables[{v.name}]"
+    width = 2 ** len(v.parents)
+    if len(set(v.parents)) != len(v.parents):
+        raise InputError(f"repeated parent in {list(v.parents)!r}", field=f"{where}.parents")
+    if v.name in v.parents:
+        raise InputError(f"{v.name!r} is its own parent (cycle)", field=f"{where}.parents")
+    if not v.responses:
+        raise InputError("no response functions", field=f"{where}.responses")
+    for j, r in enumerate(v.responses):
+        rw = f"{where}.responses[{j}]"
+        if not (r.p > 0.0 and math.isfinite(r.p)):
+            raise InputError(f"response probability must be > 0, got {r.p!r}", field=f"{rw}.p")
+        if len(r.table) != width:
+            raise InputError(f"table needs {width} rows for {len(v.parents)} parents, "
+                             f"got {len(r.table)}", field=f"{rw}.table")
+        if any(t not in (0, 1) for t in r.table):
+            raise InputError(f"table entries must be 0 or 1, got {list(r.table)!r}",
+                             field=f"{rw}.table")
+    total = math.fsum(r.p for r in v.responses)
+    if abs(total - 1.0) > PROB_TOLERANCE:
+        raise InputError(f"response probabilities sum to {total!r}, not 1",
+                         field=f"{where}.responses")
+    if len({r.table for r in v.responses}) != len(v.responses):
+        raise InputError("response tables are not distinct", field=f"{where}.responses")
+
+
+def _validate_and_order(variables: Sequence[Variable]) -> tuple[Variable, ...]:
+    if not variables:
+        raise InputError("a world needs at least one variable", field="variables")
+    by_name: dict[str, Variable] = {}
+    for v in variables:
+        if v.name in by_name:
+            raise InputError(f"duplicate variable name {v.name!r}", field="variables")
+        by_name[v.name] = v
+    for v in variables:
+        for p in v.parents:
+            if p not in by_name:
+                raise InputError(f"unknown parent {p!r} of {v.name!r}",
+                                 field=f"variables[{v.name}].parents")
+        _check_variable(v)
+    return _topological(by_name)
+
+
+def _topological(by_name: Mapping[str, Variable]) -> tuple[Variable, ...]:
+    indegree = {n: len(v.parents) for n, v in by_name.items()}
+    children: dict[str, list[str]] = {n: [] for n in by_name}
+    for n, v in by_name.items():
+        for p in v.parents:
+            children[p].append(n)
+    ready = sorted(n for n, d in indegree.items() if d == 0)
+    out: list[Variable] = []
+    while ready:
+        n = ready.pop(0)
+        out.append(by_name[n])
+        for c in children[n]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                ready.append(c)
+        ready.sort()
+    if len(out) != len(by_name):
+        stuck = sorted(n for n, d in indegree.items() if d > 0)
+        raise InputError(f"the parent relation has a cycle through {stuck!r}",
+                         field="variables.parents")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A `rungbench.query/1` query (CONTRACTS §2)."""
+
+    rung: int
+    """1 observation, 2 intervention, 3 counterfactual."""
+    target: Mapping[str, int]
+    """Joint event whose probability is asked (all must hold)."""
+    do: Mapping[str, int] = field(default_factory=dict)
+    """Intervention (rungs 2 and 3)."""
+    evidence: Mapping[str, int] = field(default_factory=dict)
+    """Rung 1/2: observed event; rung 3: the FACTUAL event of the same episode."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Render the query document (``do`` omitted on rung 1)."""
+        out: dict[str, Any] = {"rung": self.rung, "target": dict(self.target),
+                               "evidence": dict(self.evidence)}
+        if self.rung != 1:
+            out["do"] = dict(self.do)
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Query:
+        """Parse a query document; InputError names the bad field."""
+        if not isinstance(doc, Mapping):
+            raise InputError("query must be an object", field="query")
+        rung = doc.get("rung")
+        if rung not in (1, 2, 3) or isinstance(rung, bool):
+            raise InputError(f"rung must be 1, 2 or 3, got {rung!r}", field="rung")
+        parts = {k: _event(doc.get(k, {}), k) for k in ("target", "do", "evidence")}
+        return cls(int(rung), parts["target"], parts["do"], parts["evidence"])
+
+
+def _event(raw: Any, name: str) -> dict[str, int]:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{name} must be an object of name -> 0/1, got {raw!r}", field=name)
+    out: dict[str, int] = {}
+    for k, v in raw.items():
+        if not isinstance(k, str) or isinstance(v, bool) or v not in (0, 1):
+            raise InputError(f"value of {k!r} must be 0 or 1, got {v!r}", field=f"{name}.{k}")
+        out[k] = int(v)
+    return out
+
+
+def check_query(world: World, query: Query) -> None:
+    """Raise InputError naming the field when ``query`` does not fit ``world``."""
+    if query.rung not in (1, 2, 3):
+        raise InputError(f"rung must be 1, 2 or 3, got {query.rung!r}", field="rung")
+    if not query.target:
+        raise InputError("target must name at least one variable", field="target")
+    if query.rung == 1 and query.do:
+        raise InputError("a rung-1 query takes no do()", field="do")
+    if query.rung >= 2 and not query.do:
+        raise InputError(f"a rung-{query.rung} query needs a do()", field="do")
+    for part in ("target", "do", "evidence"):
+        for name, value in getattr(query, part).items():
+            if name not in world:
+                raise InputError(f"unknown variable {name!r}", field=f"{part}.{name}")
+            if value not in (0, 1) or isinstance(value, bool):
+                raise InputError(f"value must be 0 or 1, got {value!r}", field=f"{part}.{name}")
+    for name in query.evidence:
+        if not world.var(name).observed:
+            raise InputError(f"latent {name!r} may not be evidence", field=f"evidence.{name}")

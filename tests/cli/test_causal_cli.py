@@ -1,0 +1,63 @@
+"""`rungbench causal validate` and the causal demo stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rungbench.causal.validate import CheckRow, ValidationReport
+from rungbench.cli import app as root_app
+from rungbench.cli import causal as causal_cli
+from rungbench.errors import RungbenchError
+
+
+def test_validate_json_prints_one_document_and_exits_zero() -> None:
+    """--json prints exactly one JSON document with all_pass true, and exit code 0."""
+    result = CliRunner().invoke(root_app, ["causal", "validate", "--json", "--draws", "20000"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["all_pass"] is True and doc["failures"] == []
+    assert [r["check"] for r in doc["rows"]] == [
+        "hand cases", "oracle vs independent checker",
+        "back-door adjustment from observed joint", "non-identifiability witnesses"]
+
+
+def test_validate_table_ends_with_all_pass() -> None:
+    """The human table's last line is ALL PASS."""
+    result = CliRunner().invoke(root_app, ["causal", "validate", "--draws", "20000"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().splitlines()[-1] == "ALL PASS"
+
+
+def _failing(**_: object) -> ValidationReport:
+    return ValidationReport((CheckRow("hand cases", "m", "10/11", False),
+                             CheckRow("witnesses", "m", "ok", True)), 0.1)
+
+
+def test_failed_check_lists_failures_and_exits_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed row makes the last line list the failures and the exit code 1."""
+    monkeypatch.setattr(causal_cli, "run_validation", _failing)
+    result = CliRunner().invoke(root_app, ["causal", "validate"])
+    assert result.exit_code == 1
+    assert result.stdout.strip().splitlines()[-1] == "FAILED: hand cases"
+    result = CliRunner().invoke(root_app, ["causal", "validate", "--json"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["failures"] == ["hand cases"]
+
+
+def test_demo_stage_runs_validation(tmp_path: Path) -> None:
+    """demo_stage runs the full validation, writes it, and returns the table as JSON."""
+    summary = causal_cli.demo_stage(tmp_path, True)
+    assert summary["validation"]["all_pass"] is True
+    written = json.loads((tmp_path / "causal_validation.json").read_text())
+    assert written["rows"] == summary["validation"]["rows"]
+
+
+def test_demo_stage_raises_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """demo_stage raises RungbenchError naming the failed check."""
+    monkeypatch.setattr(causal_cli, "run_validation", _failing)
+    with pytest.raises(RungbenchError, match="hand cases"):
+        causal_cli.demo_stage(tmp_path, True)
