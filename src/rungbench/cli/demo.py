@@ -21,6 +21,7 @@ Stage = Callable[[Path, bool], dict[str, Any]]
 
 
 def _stages() -> list[tuple[str, Stage]]:
+    from rungbench.cli.causal import demo_stage as causal_stage
     from rungbench.cli.chess_census import demo_stage as census_stage
     from rungbench.cli.evidence import demo_stage as evidence_stage
     from rungbench.cli.stats import demo_stage as stats_stage
@@ -28,6 +29,7 @@ def _stages() -> list[tuple[str, Stage]]:
     return [
         ("evidence store, freeze/check, ledger (evidence)", evidence_stage),
         ("seed figures (stats)", stats_stage),
+        ("causal oracle validation (causal)", causal_stage),
         ("LLM Chess replay and A104 census (chess)", census_stage),
     ]
 
