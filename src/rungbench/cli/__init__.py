@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rungbench import __version__
-from rungbench.cli import causal, chess, chess_census, evidence, stats
+from rungbench.cli import causal, causal_bench, chess, chess_census, evidence, stats
 from rungbench.cli.demo import demo
 
 app = typer.Typer(
@@ -16,6 +16,7 @@ app = typer.Typer(
 )
 app.add_typer(evidence.app, name="evidence")
 app.add_typer(stats.app, name="stats")
+causal_bench.register(causal.app)
 app.add_typer(causal.app, name="causal")
 chess_census.register(chess.app)
 app.add_typer(chess.app, name="chess")

@@ -22,6 +22,7 @@ Stage = Callable[[Path, bool], dict[str, Any]]
 
 def _stages() -> list[tuple[str, Stage]]:
     from rungbench.cli.causal import demo_stage as causal_stage
+    from rungbench.cli.causal_bench import demo_stage as causal_bench_stage
     from rungbench.cli.chess_census import demo_stage as census_stage
     from rungbench.cli.evidence import demo_stage as evidence_stage
     from rungbench.cli.stats import demo_stage as stats_stage
@@ -30,6 +31,7 @@ def _stages() -> list[tuple[str, Stage]]:
         ("evidence store, freeze/check, ledger (evidence)", evidence_stage),
         ("seed figures (stats)", stats_stage),
         ("causal oracle validation (causal)", causal_stage),
+        ("causal benchmark build, eval, report (causal)", causal_bench_stage),
         ("LLM Chess replay and A104 census (chess)", census_stage),
     ]
 

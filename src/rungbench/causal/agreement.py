@@ -1,0 +1,157 @@
+"""Scorer agreement: the first scorer against the independently written second one.
+
+Seed 003 "Validate the oracle and scorer before using them": "A second,
+independently written scorer … The two must agree on 100% of the hand cases and
+on ≥ 99% of 1,000 generated cases; every disagreement is examined." The hand
+cases (``data/response_cases.json``) carry their expected verdicts; generated
+responses perturb reference answers of a freshly built dev split in every way
+the outcome rules distinguish. Verdicts are compared field by field (CONTRACTS
+§3), numbers within 1e-9.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import tempfile
+from collections.abc import Callable, Mapping
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from rungbench.causal.build import build_split
+from rungbench.causal.scorer import load_oracles, score_dict
+
+ScoreFn = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
+
+COMPARED = ("case_id", "outcome", "abs_error", "brier", "decision_regret", "info_regret",
+            "structure")
+"""Verdict fields both scorers must agree on (``error`` text is free-form)."""
+
+
+def hand_cases() -> list[dict[str, Any]]:
+    """The hand-written response cases with their expected verdicts."""
+    text = resources.files("rungbench.causal").joinpath("data/response_cases.json").read_text()
+    cases: list[dict[str, Any]] = json.loads(text)["cases"]
+    return cases
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal, with floats compared within 1e-9 and mappings compared key by key."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=0.0, abs_tol=1e-9)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def verdicts_agree(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two verdicts agree on every compared field."""
+    return all(same_value(a.get(k), b.get(k)) for k in COMPARED)
+
+
+def _perturb(o: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """One response to oracle record ``o`` exercising a random outcome rule."""
+    r: dict[str, Any] = {"case_id": o["case_id"], "arm": "generated", "status": "answer",
+                         "claim_text": "", "t": "2026-10-03T00:00:00Z"}
+    kind = int(rng.integers(10))
+    if kind == 0:
+        r["status"] = str(rng.choice(["abstain", "need_info", "not_identifiable"]))
+    elif o["cpdag"] is not None:
+        edges = [list(e) for e in o["true_edges"]]
+        r["edges"] = [e[::-1] if rng.random() < 0.3 * (kind % 3) else e for e in edges]
+        if kind == 9:
+            r["edges"] = r["edges"][1:]
+    elif o["expected_loss"] is not None:
+        actions = sorted(o["expected_loss"])
+        r["action"] = actions[kind % len(actions)] if kind < 8 else "reboot_everything"
+        if kind == 9:
+            r["value"] = 0.5
+    elif o["bounds"] is not None:
+        lo, hi = o["bounds"]
+        if kind == 9:
+            r["value"] = (lo + hi) / 2
+        else:
+            d = 0.04 * rng.standard_normal(2) * (kind % 3)
+            r["bounds"] = sorted(float(np.clip(v, 0, 1)) for v in (lo + d[0], hi + d[1]))
+    else:
+        ref = o["value"] if o["value"] is not None else float(rng.random())
+        step = 0.02 * float(rng.choice([-1.0, 1.0]))
+        options: list[float | None] = [
+            ref, ref + step, ref + 0.0199, ref + 0.0201, ref + 0.05 * float(rng.standard_normal()),
+            float(rng.random()), 1.0 + float(rng.random()), -float(rng.random()), None,
+        ]
+        r["value"] = options[kind - 1]
+    if rng.random() < 0.6:
+        r["confidence"] = float(np.round(rng.random(), 3)) if rng.random() < 0.95 else 1.2
+    return r
+
+
+def generated_responses(n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``n`` (oracle, response) pairs from a small dev build perturbed at random."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "bench"
+        build_split("dev", 14, seed, out)
+        oracles = [o.model_dump(mode="json")
+                   for o in load_oracles(out / "private" / "oracle.jsonl").values()]
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(n):
+        o = oracles[int(rng.integers(len(oracles)))]
+        pairs.append((o, _perturb(o, rng)))
+    return pairs
+
+
+def compare(
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+    first: ScoreFn,
+    second: ScoreFn,
+    expected: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Score every pair with both scorers; list every disagreement with both verdicts."""
+    disagreements = []
+    agree = 0
+    for i, (o, r) in enumerate(pairs):
+        a, b = first(o, r), second(o, r)
+        ok = verdicts_agree(a, b)
+        if expected is not None:
+            ok = ok and verdicts_agree(a, expected[i]) and verdicts_agree(b, expected[i])
+        agree += ok
+        if not ok:
+            row = {"case_id": o["case_id"], "response": r, "first": _compared(a),
+                   "second": _compared(b)}
+            if expected is not None:
+                row["expected"] = expected[i]
+            disagreements.append(row)
+    n = len(pairs)
+    return {"n": n, "agree": agree, "rate": agree / n if n else None,
+            "disagreements": disagreements}
+
+
+def _compared(v: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v.get(k) for k in COMPARED}
+
+
+def _second_scorer() -> ScoreFn:
+    """Import the independently written scorer (only here; never shared with the first)."""
+    import importlib
+
+    module = importlib.import_module("rungbench.causal.second_scorer")
+    fn: ScoreFn = module.score
+    return fn
+
+
+def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
+    """Run both scorers on the hand cases and on ``n_generated`` generated responses."""
+    second = _second_scorer()
+    cases = hand_cases()
+    hand = compare([(c["oracle"], c["response"]) for c in cases], score_dict, second,
+                   expected=[c["expected"] for c in cases])
+    generated = compare(generated_responses(n_generated, seed), score_dict, second)
+    passed = hand["rate"] == 1.0 and (generated["rate"] or 0.0) >= 0.99
+    return {"hand": hand, "generated": generated, "pass": passed,
+            "thresholds": {"hand": 1.0, "generated": 0.99}}

@@ -1,0 +1,338 @@
+"""Benchmark records of seed 003 "Data contracts" (docs/CONTRACTS.md §3, ``rungbench.records/1``).
+
+Five versioned records cross stage boundaries: ``public_case`` (what an agent sees),
+``private_oracle`` (what only the scorer sees), ``agent_response``, ``tool_event`` and
+``run_manifest``. Each is a frozen pydantic model with a JSON Schema
+(:func:`write_schemas`). A scorer verdict (:class:`Verdict`) is the shape the two
+independent scorers are compared on.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RECORDS_VERSION = "rungbench.records/1"
+"""Version of every record in this module; bump it with every reader (CONTRACTS §3)."""
+
+BENCH_VERSION = "0.1.0"
+"""Version of the benchmark generator written into every public case."""
+
+ItemType = Literal["exact", "identification", "discovery", "cf_no_mechanism"]
+Status = Literal["answer", "not_identifiable", "abstain", "need_info"]
+Outcome = Literal[
+    "correct",
+    "wrong",
+    "false_non_id",
+    "false_answer_on_non_id",
+    "correct_non_id",
+    "abstain",
+    "invalid",
+]
+OUTCOMES: tuple[str, ...] = (
+    "correct",
+    "wrong",
+    "false_non_id",
+    "false_answer_on_non_id",
+    "correct_non_id",
+    "abstain",
+    "invalid",
+)
+"""Every outcome cell, in report order (CONTRACTS §3 verdict)."""
+
+Rung = Literal[1, 2, 3]
+RungName = Literal["observation", "intervention", "counterfactual"]
+RUNG_NAMES: dict[int, RungName] = {1: "observation", 2: "intervention", 3: "counterfactual"}
+"""Rung number to its public name in ``public_case.rung`` (seed 003 "Operational definition")."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Evidence(_Record):
+    """The evidence block of a public case, inlined so a case file is self-contained."""
+
+    kind: Literal["mechanism", "joint", "graph_joint", "samples"]
+    """What is shown: full mechanism, observed joint, graph plus joint, or samples."""
+    payload: dict[str, Any]
+    """The evidence itself (public world JSON, joint table, graph, or samples)."""
+
+
+class Intervention(_Record):
+    """One intervention the agent may choose in a decision item."""
+
+    id: str
+    """Identifier the agent names in ``agent_response.action``."""
+    cost: float
+    """Cost of performing it, in loss units."""
+
+
+class PublicCase(_Record):
+    """What an agent sees for one item (seed 003 ``public_case``)."""
+
+    version: str = RECORDS_VERSION
+    """Record version."""
+    case_id: str
+    """Opaque case identifier; joins to private_oracle and agent_response."""
+    world_id: str
+    """Opaque world identifier (not the world seed)."""
+    bench_version: str = BENCH_VERSION
+    """Generator version."""
+    family: str
+    """Task family (seed 003 "Task families")."""
+    item_type: ItemType
+    """Item type (seed 003 "Item types")."""
+    rung: Literal["observation", "intervention", "counterfactual"]
+    """Ladder rung of the question."""
+    skin: str
+    """Domain skin the variable names come from."""
+    stage: int = 1
+    """Stage within a multi-stage episode (1 for single-stage items)."""
+    question: str
+    """The question text, from a template."""
+    query: dict[str, Any] | None
+    """The question as structured data (``rungbench.query/1`` with skinned names), or None."""
+    evidence: Evidence
+    """The evidence delivered with the question."""
+    assumptions: list[str]
+    """Assumptions the agent may rely on."""
+    allowed_tools: list[str]
+    """Tools the agent may call."""
+    permitted_interventions: list[Intervention]
+    """Actions available in a decision item (empty otherwise)."""
+    answer_format: str
+    """Which response fields are read."""
+
+
+class Confusions(_Record):
+    """Values that a confused answer gives (seed 003 "Failure taxonomy")."""
+
+    rung1: float | None = None
+    """The rung-1 (observational) value of the same target."""
+    rung2_population: float | None = None
+    """The population rung-2 value P(target | do) without abduction."""
+    resampled: float | None = None
+    """The rung-3 value computed with fresh exogenous draws for non-intervened variables."""
+
+
+class Cpdag(_Record):
+    """A completed partially directed acyclic graph (skeleton + compelled directions)."""
+
+    directed: list[tuple[str, str]]
+    """Compelled directed edges (a, b) meaning a -> b."""
+    undirected: list[tuple[str, str]]
+    """Reversible edges, each listed once with a < b."""
+
+
+class PrivateOracle(_Record):
+    """What only the scorer sees for one item (seed 003 ``private_oracle``, CONTRACTS §3)."""
+
+    version: str = RECORDS_VERSION
+    """Record version."""
+    case_id: str
+    """Joins to public_case and agent_response."""
+    world_id: str
+    """World the item comes from (cluster for the bootstrap)."""
+    family: str
+    """Task family."""
+    structure: str
+    """Structure family of the world (motif name or ``random_dag``)."""
+    skin: str
+    """Domain skin of the public case."""
+    item_type: ItemType
+    """Item type."""
+    rung: Literal[1, 2, 3]
+    """Ladder rung."""
+    estimand: str
+    """The estimand in the world's true variable names."""
+    scm_hash: str
+    """Digest of the world's public mechanism JSON."""
+    seed: int
+    """World seed (private)."""
+    identifiable: bool
+    """False: the reference answer is ``not_identifiable`` (witness-backed)."""
+    value: float | None
+    """Exact reference value when identifiable and numeric."""
+    tol: float = 0.02
+    """Tolerance tau (seed 003 "Deterministic scorer")."""
+    bounds: tuple[float, float] | None = None
+    """Tian–Pearl bounds when the item asks for bounds."""
+    identified_set: list[str] | None = None
+    """Identified set for diagnosis items (unused in v0)."""
+    witness_hash: str | None = None
+    """Digest of the witness world proving non-identifiability."""
+    witness_gap: float | None = None
+    """|true value − witness value| of the non-ID proof."""
+    factual_episode: dict[str, int] | None = None
+    """Factual evidence of a rung-3 item."""
+    cf_link: str | None = None
+    """Case id of the linked case of the same episode, if any."""
+    confusions: Confusions = Field(default_factory=Confusions)
+    """Values a confused answer gives (taxonomy)."""
+    true_edges: list[tuple[str, str]] | None = None
+    """Discovery items: the true DAG over observed variables (skinned names)."""
+    cpdag: Cpdag | None = None
+    """Discovery items: the equivalence class the evidence identifies."""
+    expected_loss: dict[str, float] | None = None
+    """Decision items: expected loss including cost per action."""
+    eig_bits: dict[str, float] | None = None
+    """Experiment-choice items: expected information gain per experiment."""
+
+
+class AgentResponse(_Record):
+    """One structured answer (seed 003 ``agent_response``, CONTRACTS §3)."""
+
+    version: str = RECORDS_VERSION
+    """Record version."""
+    case_id: str
+    """Case answered."""
+    arm: str
+    """Arm (agent configuration) that answered."""
+    status: Status
+    """answer, not_identifiable, abstain or need_info."""
+    value: float | None = None
+    """Numeric answer."""
+    bounds: tuple[float, float] | None = None
+    """Bounds answer [lo, hi]."""
+    label: str | None = None
+    """Categorical answer."""
+    confidence: float | None = None
+    """Stated probability of being correct, in [0, 1]."""
+    experiment: str | None = None
+    """Chosen experiment (experiment-choice items)."""
+    action: str | None = None
+    """Chosen action (decision items)."""
+    edges: list[tuple[str, str]] | None = None
+    """Directed edges claimed (discovery items)."""
+    claim_text: str = ""
+    """Free-text justification (never scored)."""
+    t: str = ""
+    """ISO-8601 timestamp."""
+
+
+class ToolEvent(_Record):
+    """One tool call made while answering (seed 003 ``tool_event``)."""
+
+    version: str = RECORDS_VERSION
+    """Record version."""
+    case_id: str
+    """Case being answered."""
+    arm: str
+    """Arm that made the call."""
+    seq: int
+    """Order of the call within the case."""
+    tool: str
+    """Tool name."""
+    args: dict[str, Any]
+    """Parsed arguments."""
+    result_hash: str
+    """Digest of the tool result."""
+    tokens_in: int
+    """Prompt tokens."""
+    tokens_out: int
+    """Completion tokens."""
+    latency_ms: int
+    """Wall-clock latency."""
+    cost_usd: float
+    """Cost in US dollars."""
+
+
+class RunManifest(_Record):
+    """What one evaluation run executed (seed 003 ``run_manifest``)."""
+
+    version: str = RECORDS_VERSION
+    """Record version."""
+    run_id: str
+    """Run identifier (digest of the manifest inputs)."""
+    bench_version: str
+    """Benchmark version."""
+    generator_commit: str
+    """Digest of the public bench directory the run read."""
+    scorer_hash: str
+    """Digest of the scorer source."""
+    harness_hash: str
+    """Digest of the harness (evaluation) source."""
+    model: str
+    """Model or reference agent name."""
+    arm: str
+    """Arm name."""
+    split: Literal["dev", "validation", "test"]
+    """Split evaluated."""
+    world_ids: list[str]
+    """Worlds in the run."""
+    budget: dict[str, int]
+    """Token and tool-call budget."""
+    exclusions: list[str]
+    """Excluded case ids with reasons (empty when none)."""
+
+
+class StructureScore(_Record):
+    """Structure metrics of a discovery answer (seed 003 "Endpoints and formulas")."""
+
+    precision: float
+    """Directed precision against the true DAG."""
+    recall: float
+    """Directed recall against the true DAG."""
+    f1: float
+    """Harmonic mean of precision and recall (0 when both are 0)."""
+    reversed: int
+    """Number of true edges answered in the opposite direction."""
+    same_mec: bool
+    """Identical skeleton and v-structures as the identified equivalence class."""
+
+
+class Verdict(_Record):
+    """What a scorer returns per response (CONTRACTS §3)."""
+
+    case_id: str
+    """Case scored."""
+    outcome: Outcome
+    """The outcome cell."""
+    abs_error: float | None = None
+    """|value − ref| for numeric answers on identifiable items."""
+    brier: float | None = None
+    """(confidence − 1[correct])² when a confidence was given."""
+    decision_regret: float | None = None
+    """E[L(a)] − min E[L] for decision items."""
+    info_regret: float | None = None
+    """max EIG − EIG(x) for experiment-choice items."""
+    structure: StructureScore | None = None
+    """Structure metrics for discovery items."""
+    error: str | None = None
+    """Why the response is invalid (invalid outcome only)."""
+
+
+SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "public_case": PublicCase,
+    "private_oracle": PrivateOracle,
+    "agent_response": AgentResponse,
+    "tool_event": ToolEvent,
+    "run_manifest": RunManifest,
+    "verdict": Verdict,
+}
+"""Record name to model, in the order the schemas are written."""
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """Return the JSON Schema of every record, each tagged with the records version."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, model in SCHEMA_MODELS.items():
+        schema = model.model_json_schema()
+        schema["$id"] = f"{RECORDS_VERSION}/{name}"
+        out[name] = schema
+    return out
+
+
+def write_schemas(directory: pathlib.Path) -> list[pathlib.Path]:
+    """Write ``<name>.schema.json`` for every record into ``directory``; return the paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, schema in json_schemas().items():
+        path = directory / f"{name}.schema.json"
+        path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths

@@ -1,0 +1,233 @@
+"""`rungbench causal build|eval|score|report|audit|scorer-agreement`: the causal benchmark CLI.
+
+Thin: parse, call one library function, print (Rich tables or one JSON document).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from rungbench.causal.agreement import scorer_agreement
+from rungbench.causal.audit import audit_bench
+from rungbench.causal.build import build_split
+from rungbench.causal.evaluate import evaluate, score_responses
+from rungbench.causal.report import build_report, to_markdown
+from rungbench.cli._common import console, emit_json, run
+from rungbench.errors import Reason, Refusal
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
+BenchOpt = Annotated[pathlib.Path, typer.Option("--bench", help="Built bench directory.")]
+
+
+@contextmanager
+def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    """A Rich progress bar on a terminal; nothing under --json or when piped."""
+    if quiet or not sys.stdout.isatty():
+        yield None
+        return
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def build_command(
+    split: Annotated[str, typer.Option("--split", help="dev, validation or test.")],
+    seed: Annotated[int, typer.Option("--seed", help="Build seed (kept private).")],
+    out: Annotated[pathlib.Path, typer.Option("--out", help="Output directory.")],
+    worlds: Annotated[int, typer.Option("--worlds", help="Number of worlds.")] = 60,
+    as_json: JsonOpt = False,
+) -> None:
+    """Build a split: DIR/public (cases) and DIR/private (oracle, mode 0700)."""
+    if split not in ("dev", "validation", "test"):
+        run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
+    with _progress("building worlds", worlds, as_json) as progress:
+        summary = run(lambda: build_split(split, worlds, seed, out, progress), as_json=as_json)
+    if as_json:
+        emit_json(summary)
+        return
+    table = Table(title=f"causal bench {split} → {out}")
+    table.add_column("family / item type")
+    table.add_column("cases", justify="right")
+    for key, n in summary["counts"].items():
+        table.add_row(key, str(n))
+    console.print(table)
+    scan = summary["leak_scan"]
+    console.print(f"{summary['n_worlds']} worlds, {summary['n_cases']} cases; leak scan "
+                  f"{'clean' if scan['ok'] else 'FAILED'} over {scan['files']} public files.")
+
+
+def _refuse(detail: str) -> None:
+    raise Refusal([Reason("bad_request", detail)], gate="causal build")
+
+
+def eval_command(
+    bench: BenchOpt,
+    agent: Annotated[str, typer.Option("--agent", help="reference:NAME.")],
+    out: Annotated[pathlib.Path, typer.Option("--out", help="Run directory.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Run an agent on every public case, score it, label its failures."""
+    summary = run(lambda: evaluate(bench, agent, out), as_json=as_json)
+    if as_json:
+        emit_json(summary)
+        return
+    _print_outcomes(summary, f"{agent} on {bench}")
+    if "signature" in summary:
+        s = summary["signature"]
+        console.print(f"signature {s['label']}: {s['hits']}/{s['failed']} failed items")
+
+
+def score_command(
+    bench: BenchOpt,
+    responses: Annotated[pathlib.Path, typer.Option("--responses", help="agent_response JSONL.")],
+    out: Annotated[pathlib.Path, typer.Option("--out", help="Run directory.")],
+    arm: Annotated[str, typer.Option("--arm", help="Arm name for the run manifest.")] = "external",
+    as_json: JsonOpt = False,
+) -> None:
+    """Score an external agent's responses; bad lines are counted invalid and named."""
+    summary = run(lambda: score_responses(bench, responses, out, arm), as_json=as_json)
+    if as_json:
+        emit_json(summary)
+        return
+    _print_outcomes(summary, f"{arm} on {bench}")
+    for bad in summary["invalid_lines"]:
+        console.print(f"  invalid line {bad['line']}: {bad['error']}", markup=False,
+                      highlight=False)
+
+
+def _print_outcomes(summary: dict[str, Any], title: str) -> None:
+    table = Table(title=title)
+    table.add_column("outcome")
+    table.add_column("n", justify="right")
+    for k, n in summary["outcomes"].items():
+        table.add_row(k, str(n))
+    console.print(table)
+    for label, n in summary["labels"].items():
+        console.print(f"  {label}: {n}")
+
+
+def report_command(
+    run_dir: Annotated[pathlib.Path, typer.Option("--run", help="Scored run directory.")],
+    other: Annotated[
+        pathlib.Path | None, typer.Option("--vs", help="Second run for a paired delta.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Accuracy by family and rung, identification table, calibration, paired delta."""
+    report = run(lambda: build_report(run_dir, other, seed=seed), as_json=as_json)
+    if as_json:
+        emit_json(report)
+    else:
+        console.print(to_markdown(report), markup=False, highlight=False)
+
+
+def audit_command(
+    bench: BenchOpt,
+    run_dir: Annotated[
+        pathlib.Path | None, typer.Option("--run", help="Scored run (skin behaviour).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Listing-order shortcut, nonsense-skin invariance, varsortability."""
+    result = run(lambda: audit_bench(bench, run_dir), as_json=as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        lo = result["listing_order"]
+        console.print(f"listing order: before {lo['before']['rate']:.3f}, after "
+                      f"{lo['after']['rate']:.3f} (gate ≤ {lo['gate']})")
+        sk = result["skin_structure"]
+        console.print(f"skin structure: {sk['mismatched']} of {sk['pairs']} twin pairs differ")
+        v = result["varsortability"]
+        if v["items"]:
+            console.print(
+                f"varsortability over {v['items']} sample-bearing items: raw "
+                f"{v['varsortability_raw']:.3f}, standardized "
+                f"{v['varsortability_standardized']:.3f}; sort-by-variance baseline raw "
+                f"{v['sort_by_variance_accuracy_raw']:.3f}, standardized "
+                f"{v['sort_by_variance_accuracy_standardized']:.3f}")
+        if result.get("skin_behaviour", {}).get("pairs"):
+            sb = result["skin_behaviour"]
+            console.print(f"skin behaviour: domain {sb['domain_accuracy']:.3f} vs nonsense "
+                          f"{sb['nonsense_accuracy']:.3f} over {sb['pairs']} twin pairs")
+        console.print("audit " + ("PASS" if result["pass"] else "FAIL"))
+    if not result["pass"]:
+        raise typer.Exit(3)
+
+
+def agreement_command(
+    n: Annotated[int, typer.Option("--n", help="Generated responses.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Generation seed.")] = 20261003,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare the two independent scorers on hand cases and generated responses."""
+    result = run(lambda: scorer_agreement(n, seed), as_json=as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        for name in ("hand", "generated"):
+            r = result[name]
+            console.print(f"{name}: {r['agree']}/{r['n']} agree ({r['rate']:.4f})")
+            for d in r["disagreements"]:
+                console.print(f"  {d['case_id']}: first={d['first']} second={d['second']}",
+                              markup=False, highlight=False)
+        console.print("agreement " + ("PASS" if result["pass"] else "FAIL"))
+    if not result["pass"]:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the benchmark commands to the ``rungbench causal`` app."""
+    app.command("build")(build_command)
+    app.command("eval")(eval_command)
+    app.command("score")(score_command)
+    app.command("report")(report_command)
+    app.command("audit")(audit_command)
+    app.command("scorer-agreement")(agreement_command)
+
+
+def demo_stage(workdir: pathlib.Path, as_json: bool) -> dict[str, Any]:
+    """Build a small dev split, evaluate the oracle and the rung-1 reference agent, report."""
+    start = time.perf_counter()
+    bench = workdir / "causal_bench"
+    built = build_split("dev", 26, 20261003, bench)
+    oracle = evaluate(bench, "reference:oracle", workdir / "run_oracle")
+    rung1 = evaluate(bench, "reference:rung1", workdir / "run_rung1")
+    report = build_report(workdir / "run_rung1", workdir / "run_oracle")
+    audits = audit_bench(bench)
+    summary = {
+        "worlds": built["n_worlds"], "cases": built["n_cases"],
+        "leak_scan_ok": built["leak_scan"]["ok"],
+        "oracle_accuracy": report_accuracy(oracle),
+        "rung1_accuracy": report_accuracy(rung1),
+        "rung1_signature": rung1.get("signature"),
+        "rung1_minus_oracle": report["paired"]["delta"],
+        "listing_order_after": audits["listing_order"]["after"]["rate"],
+        "skin_pairs_mismatched": audits["skin_structure"]["mismatched"],
+        "seconds": round(time.perf_counter() - start, 2),
+    }
+    if not as_json:
+        console.print(
+            f"[bold]causal bench[/]: {summary['cases']} cases from {summary['worlds']} dev worlds; "
+            f"oracle {summary['oracle_accuracy']:.3f}, rung-1 answerer "
+            f"{summary['rung1_accuracy']:.3f} (signature label on "
+            f"{rung1['signature']['hits']}/{rung1['signature']['failed']} failures); "
+            f"listing-order agreement {summary['listing_order_after']:.3f}."
+        )
+    return summary
+
+
+def report_accuracy(summary: dict[str, Any]) -> float:
+    """Share of right outcomes in an evaluation summary."""
+    o = summary["outcomes"]
+    return float((o["correct"] + o["correct_non_id"]) / summary["n"])

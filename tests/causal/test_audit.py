@@ -1,0 +1,100 @@
+"""Tests for rungbench.causal.audit (listing order, skin invariance, varsortability)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+
+from rungbench.causal.audit import (
+    audit_bench,
+    listing_agreement,
+    skin_behaviour_audit,
+    skin_structure_audit,
+    sort_by_variance_accuracy,
+    standardize,
+    varsortability,
+)
+from rungbench.causal.build import build_split
+from rungbench.causal.evaluate import evaluate
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    out = tmp_path_factory.mktemp("audit") / "bench"
+    build_split("dev", 40, 3, out)
+    return out
+
+
+def test_listing_agreement_known_answer() -> None:
+    """Listing C, A, B with edges A->B, A->C, C->B: 2 of 3 parents listed before children."""
+    assert listing_agreement(["C", "A", "B"], [("A", "B"), ("A", "C"), ("C", "B")]) == (2, 3)
+
+
+def test_listing_order_before_is_causal_after_is_shuffled(bench: pathlib.Path) -> None:
+    """Causal-order listing agrees 100%; the public shuffled listings agree at most 55%."""
+    lo = audit_bench(bench)["listing_order"]
+    assert lo["before"]["rate"] == 1.0
+    assert lo["after"]["rate"] <= 0.55
+    assert lo["after"]["rate"] >= 0.3
+    assert lo["pass"]
+
+
+def test_skin_structure_invariance_and_its_failure(
+    bench: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """Twins differ only by names; a domain case given an extra hint breaks invariance."""
+    ok = skin_structure_audit(bench)
+    assert ok["pass"] and ok["pairs"] > 100
+    copy = tmp_path / "b"
+    shutil.copytree(bench, copy)
+    path = copy / "public" / "cases.jsonl"
+    lines = path.read_text().splitlines()
+    case = json.loads(lines[0])
+    case["question"] += " Note that it usually rains."
+    lines[0] = json.dumps(case)
+    path.write_text("\n".join(lines) + "\n")
+    bad = skin_structure_audit(copy)
+    assert bad["mismatched"] == 1 and not bad["pass"]
+
+
+def test_skin_behaviour_audit(bench: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """The oracle agent is skin-invariant; an agent right only under domain skins is flagged."""
+    run = tmp_path / "run"
+    evaluate(bench, "reference:oracle", run)
+    assert skin_behaviour_audit(run)["pass"]
+    rows = [json.loads(t) for t in (run / "verdicts.jsonl").read_text().splitlines()]
+    for r in rows:
+        if r["verdict"]["case_id"].endswith("n"):
+            r["verdict"]["outcome"] = "wrong"
+    (run / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    flagged = skin_behaviour_audit(run)
+    assert not flagged["pass"]
+    assert flagged["domain_accuracy"] - flagged["nonsense_accuracy"] == pytest.approx(1.0)
+
+
+def test_varsortability_known_answers() -> None:
+    """Rising variance along A->B->C gives varsortability 1 and a perfect baseline;
+    standardization makes every variance tie (varsortability 0.5)."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(0, 1, 500)
+    b = a + rng.normal(0, 1, 500)
+    c = b + rng.normal(0, 1, 500)
+    x = np.column_stack([c, a, b])
+    names, edges = ["C", "A", "B"], [("A", "B"), ("B", "C")]
+    assert varsortability(x, names, edges) == 1.0
+    assert sort_by_variance_accuracy(x, names, edges) == 1.0
+    z = standardize(x)
+    assert varsortability(z, names, edges) == 0.5
+    assert sort_by_variance_accuracy(z, names, edges) == 0.5  # ties: listing order C, A, B
+
+
+def test_varsortability_audit_reports_discovery_samples(bench: pathlib.Path) -> None:
+    """Discovery items expose samples; standardized varsortability is exactly one half."""
+    v = audit_bench(bench)["varsortability"]
+    assert v["items"] > 0
+    assert v["varsortability_standardized"] == pytest.approx(0.5)
+    assert 0.0 <= v["sort_by_variance_accuracy_raw"] <= 1.0

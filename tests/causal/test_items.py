@@ -1,0 +1,100 @@
+"""Tests for rungbench.causal.items (gold values from the oracle, witnesses, bounds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rungbench.causal import oracle
+from rungbench.causal.items import (
+    TOL,
+    couplings,
+    draw_world,
+    pn_witness,
+    tian_pearl_pn_bounds,
+    world_items,
+)
+from rungbench.causal.joint import observed_joint
+from rungbench.causal.motifs import MOTIFS
+from rungbench.causal.world import Query
+
+
+@pytest.mark.parametrize("structure", [*MOTIFS, "random_dag"])
+def test_items_carry_oracle_values(structure: str) -> None:
+    """Every identifiable numeric item's value is the oracle's value of its query."""
+    rng = np.random.default_rng(11)
+    d = draw_world(structure, rng, "w1")
+    items = world_items(d, rng)
+    assert {"exact_r1", "exact_r2"} <= {i.key for i in items}
+    for item in items:
+        if item.value is not None and item.query is not None and item.template != "mediation":
+            assert item.value == pytest.approx(oracle.probability(d.world, item.query), abs=1e-12)
+        if not item.identifiable:
+            assert item.witness is not None and item.witness_gap is not None
+            assert item.witness_gap > TOL
+
+
+def test_latent_confounding_gives_witnessed_non_id_identification() -> None:
+    """latent_confounded worlds yield a not_identifiable identification item with a witness."""
+    found = 0
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        items = world_items(draw_world("latent_confounded", rng, "w"), rng)
+        ident = [i for i in items if i.key == "ident"]
+        found += sum(1 for i in ident if not i.identifiable)
+    assert found >= 3
+
+
+def test_couplings_preserve_observed_joint_but_move_pn() -> None:
+    """Coupling witnesses keep P(Y=1 | parents) per row, so the observed joint is unchanged."""
+    rng = np.random.default_rng(5)
+    d = draw_world("confounded", rng, "w")
+    y = d.world.var(d.outcome)
+    for responses in couplings(y):
+        p = sum(r.p * np.array(r.table) for r in responses)
+        assert np.allclose(p, y.p_one(), atol=1e-12)
+    q = Query(3, {d.outcome: 0}, {d.treatment: 0}, {d.treatment: 1, d.outcome: 1})
+    truth = oracle.probability(d.world, q)
+    wit = pn_witness(d.world, d.outcome, q, truth)
+    assert wit is not None
+    assert np.allclose(observed_joint(wit[0]).table, observed_joint(d.world).table, atol=1e-12)
+    assert abs(oracle.probability(wit[0], q) - truth) == pytest.approx(wit[1])
+
+
+def test_tian_pearl_bounds_known_answer() -> None:
+    """Hand-computed: P(y)=.5, P(y_x')=.3, P(x,y)=.4, P(x',y')=.3 → PN in [0.5, 1.0]."""
+    lo, hi = tian_pearl_pn_bounds(0.5, 0.3, 0.4, 0.3)
+    assert lo == pytest.approx(0.5)
+    assert hi == pytest.approx(1.0)
+    lo, hi = tian_pearl_pn_bounds(0.5, 0.45, 0.4, 0.3)
+    assert (lo, hi) == (pytest.approx(0.125), pytest.approx(0.625))
+
+
+def test_bounds_items_contain_true_pn() -> None:
+    """Every bounds item brackets the oracle's probability of necessity."""
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        d = draw_world("mediation", rng, "w")
+        for item in world_items(d, rng):
+            if item.bounds is not None and item.query is not None:
+                v = oracle.probability(d.world, item.query)
+                assert item.bounds[0] - 1e-9 <= v <= item.bounds[1] + 1e-9
+
+
+def test_decision_item_losses_are_exact() -> None:
+    """Each action's expected loss is 10·P(Y=1 | do(a)) + cost, leave-alone uses P(Y=1)."""
+    rng = np.random.default_rng(2)
+    d = draw_world("confounded", rng, "w")
+    items = world_items(d, rng)
+    decide = [i for i in items if i.key == "decide"]
+    assert decide, "a confounded world with strong effects yields a decision item"
+    y = d.outcome
+    for a in decide[0].actions:
+        if a.variable is None:
+            p = oracle.probability(d.world, Query(1, {y: 1}))
+            assert a.cost == 0.0
+        else:
+            p = oracle.probability(d.world, Query(2, {y: 1}, {a.variable: a.value}, {}))
+        assert a.expected_loss == pytest.approx(10 * p + a.cost, abs=1e-12)
+    losses = sorted(a.expected_loss for a in decide[0].actions)
+    assert losses[1] - losses[0] >= 0.05
