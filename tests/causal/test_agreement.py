@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from importlib import resources
 from typing import Any
 
+import pytest
+
 from rungbench.causal.agreement import (
+    COMPARED,
     compare,
+    compare_hand,
     generated_responses,
     hand_cases,
     same_value,
     scorer_agreement,
+    second_scorer_hand_cases,
     verdicts_agree,
 )
 from rungbench.causal.scorer import score_dict
+from rungbench.causal.second_scorer import score as second_score
 
 
 def test_same_value_tolerates_float_noise_only() -> None:
@@ -53,13 +61,72 @@ def test_compare_reports_every_disagreement_with_both_verdicts() -> None:
 
 
 def test_real_second_scorer_agreement() -> None:
-    """Against the independent scorer: >= 99% on generated responses; scorer 1 matches every
-    hand key, and each hand disagreement is reported with both verdicts and the key."""
+    """Real scorer 2: 100% on both hand sets (32 + 49, as expected) and >= 99% generated."""
     result = scorer_agreement(300, 11)
     assert result["generated"]["n"] == 300
     assert result["generated"]["rate"] >= 0.99
     hand = result["hand"]
-    assert hand["n"] == len(hand_cases())
-    for d in hand["disagreements"]:
-        assert verdicts_agree(d["first"], d["expected"])
-        assert {"first", "second", "expected", "response"} <= set(d)
+    assert {k: v["n"] for k, v in hand["sets"].items()} == {
+        "response_cases": len(hand_cases()), "second_scorer_cases": 49}
+    assert hand["n"] == len(hand_cases()) + 49
+    assert hand["rate"] == 1.0 and not hand["disagreements"], hand["disagreements"]
+    assert result["pass"]
+
+
+def test_second_scorer_cases_expand_to_full_records() -> None:
+    """Scorer 2's compact hand cases expand to full responses and full expected verdicts."""
+    cases = second_scorer_hand_cases()
+    assert len(cases) == 49
+    for c in cases:
+        assert c["response"]["case_id"] == c["oracle"]["case_id"] == c["expected"]["case_id"]
+        assert set(COMPARED) <= set(c["expected"])
+        assert {"arm", "status", "value", "edges", "experiment"} <= set(c["response"])
+    by_note = {c["note"]: c for c in cases}
+    assert by_note["string-value"]["response"]["value"] == "0.374"
+    assert by_note["experiment-need-info"]["expected"]["info_regret"] == 0.51
+
+
+def test_hand_disagreements_name_their_set_and_case() -> None:
+    """Dropping structure on abstentions fails exactly scorer 2's abstain-with-edges case."""
+
+    def blind(o: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+        v = score_dict(o, r)
+        return {**v, "structure": None} if v["outcome"] == "abstain" else v
+
+    hand = compare_hand(blind, second_score)
+    assert hand["sets"]["response_cases"]["rate"] == 1.0
+    assert hand["sets"]["second_scorer_cases"]["agree"] == 48
+    (d,) = hand["disagreements"]
+    assert d["set"] == "second_scorer_cases" and d["note"] == "discovery-abstain-with-edges"
+
+
+_ORACLES: dict[str, dict[str, Any]] = json.loads(
+    resources.files("rungbench.causal").joinpath("data/second_scorer_cases.json").read_text()
+)["oracles"]
+
+_CONVENTION_PROBES = [
+    ("exact", {"value": 0.374, "confidence": "0.9"}, "invalid", None),
+    ("exact", {"value": False}, "invalid", None),
+    ("bounds", {"bounds": ["0.2", 0.6]}, "invalid", None),
+    ("chain", {"status": "not_identifiable", "edges": [["B", "A"]], "confidence": 0.2},
+     "false_non_id", "structure"),
+    ("isolated", {"status": "need_info", "edges": [["A", "B"]]}, "abstain", "structure"),
+    ("experiment", {"status": "abstain", "experiment": "exp_b"}, "abstain", "info_regret"),
+    ("experiment", {"status": "need_info", "experiment": "exp_z"}, "invalid", None),
+    ("decision", {"status": "abstain", "action": "rollback"}, "abstain", "decision_regret"),
+    ("decision", {"status": "need_info", "action": "reboot"}, "invalid", None),
+]
+
+
+@pytest.mark.parametrize(("oracle", "fields", "outcome", "metric"), _CONVENTION_PROBES)
+def test_both_scorers_agree_beyond_the_hand_cases(
+    oracle: str, fields: dict[str, Any], outcome: str, metric: str | None
+) -> None:
+    """Both scorers agree on convention probes outside the hand sets, with the pinned outcome."""
+    o = _ORACLES[oracle]
+    response = {"case_id": o["case_id"], "arm": "probe", "status": "answer", **fields}
+    first, second = score_dict(o, response), second_score(o, response)
+    assert verdicts_agree(first, second), (first, second)
+    assert first["outcome"] == outcome
+    if metric is not None:
+        assert first[metric] is not None

@@ -119,3 +119,100 @@ def test_outcome_cells_are_exclusive_and_consistent(
         assert (v.outcome == "correct") == (abs(value - ref) <= 0.02 + 1e-12)
     graded = v.outcome not in ("abstain", "invalid")
     assert (v.brier is not None) == (graded and confidence is not None)
+
+
+# --- CONTRACTS §3 "Conventions" -------------------------------------------------------------
+
+
+def _item(cid: str, **fields: Any) -> dict[str, Any]:
+    base = {"case_id": cid, "world_id": "w1", "family": "f", "structure": "s", "skin": "linux",
+            "item_type": "exact", "rung": 2, "estimand": "e", "scm_hash": "h", "seed": 1,
+            "identifiable": True, "value": None}
+    return {**base, **fields}
+
+
+_CHAIN = _item("d1", item_type="discovery", rung=1, true_edges=[["A", "B"], ["B", "C"]],
+               cpdag={"directed": [], "undirected": [["A", "B"], ["B", "C"]]})
+_EXPERIMENT = _item("x1", eig_bits={"exp_a": 0.62, "exp_b": 0.11})
+_DECISION = _item("a1", expected_loss={"set_swap": 3.1, "rollback": 5.0})
+
+
+def _resp(cid: str, **fields: Any) -> dict[str, Any]:
+    return {"case_id": cid, "arm": "a", "status": "answer", **fields}
+
+
+@pytest.mark.parametrize("fields", [{"value": "0.5"}, {"value": True},
+                                    {"value": 0.5, "confidence": "0.9"},
+                                    {"value": 0.5, "confidence": False}])
+def test_non_number_numeric_field_is_invalid(fields: dict[str, Any]) -> None:
+    """Convention 1: a value or confidence that is not a JSON number is invalid, not coerced."""
+    v = score_dict(_item("c1", value=0.5), _resp("c1", **fields))
+    assert v["outcome"] == "invalid" and "not a JSON number" in v["error"]
+    assert all(v[k] is None for k in ("abs_error", "brier", "structure"))
+
+
+def test_non_number_bounds_and_file_lines_are_invalid() -> None:
+    """Convention 1: string bounds ends are invalid; in a file the line and field are named."""
+    bounds_item = _item("b1", item_type="cf_no_mechanism", rung=3, bounds=[0.2, 0.6])
+    assert score_dict(bounds_item, _resp("b1", bounds=["0.2", 0.6]))["outcome"] == "invalid"
+    assert score_dict(bounds_item, _resp("b1", bounds=[0.2, 0.6]))["outcome"] == "correct"
+    oracles = {"c1": _oracle("c1")}
+    scored = score_lines([_line("c1", value="0.5"), _line("c1", value=0.5)], oracles, "r.jsonl")
+    assert [s.verdict.outcome for s in scored] == ["invalid", "correct"]
+    assert "r.jsonl:1:" in (scored[0].verdict.error or "")
+    assert "'0.5' is not a JSON number" in (scored[0].verdict.error or "")
+
+
+@pytest.mark.parametrize(("status", "outcome"), [("abstain", "abstain"),
+                                                 ("need_info", "abstain"),
+                                                 ("not_identifiable", "false_non_id")])
+def test_edges_get_structure_whatever_the_status(status: str, outcome: str) -> None:
+    """Convention 2: discovery edges give structure under any status; the status sets outcome."""
+    v = score_dict(_CHAIN, _resp("d1", status=status, edges=[["A", "B"]]))
+    assert v["outcome"] == outcome
+    assert v["structure"] == {"precision": 1.0, "recall": 0.5, "f1": pytest.approx(2 / 3),
+                              "reversed": 0, "same_mec": False}
+    assert score_dict(_CHAIN, _resp("d1", status=status))["structure"] is None
+
+
+def test_structure_reported_on_non_identifiable_discovery_answer() -> None:
+    """Convention 2: an answer on a non-identifiable discovery item keeps its structure."""
+    v = score_dict({**_CHAIN, "identifiable": False},
+                   _resp("d1", edges=[["B", "A"], ["C", "B"]], confidence=0.5))
+    assert v["outcome"] == "false_answer_on_non_id" and v["brier"] == 0.25
+    assert v["structure"]["same_mec"] is True and v["structure"]["reversed"] == 2
+
+
+@pytest.mark.parametrize("status", ["need_info", "abstain", "not_identifiable"])
+def test_experiment_gets_info_regret_whatever_the_status(status: str) -> None:
+    """Convention 3: a named experiment gets info_regret = max EIG - EIG(x) under any status."""
+    v = score_dict(_EXPERIMENT, _resp("x1", status=status, experiment="exp_b"))
+    assert v["outcome"] in ("abstain", "false_non_id")
+    assert v["info_regret"] == pytest.approx(0.51)
+    assert score_dict(_EXPERIMENT, _resp("x1", status=status))["info_regret"] is None
+
+
+def test_action_regret_and_unknown_choices_whatever_the_status() -> None:
+    """Convention 3: abstain with an action has decision_regret; an unknown choice is invalid."""
+    v = score_dict(_DECISION, _resp("a1", status="abstain", action="rollback"))
+    assert v["outcome"] == "abstain" and v["decision_regret"] == pytest.approx(1.9)
+    bad_x = score_dict(_EXPERIMENT, _resp("x1", status="need_info", experiment="exp_z"))
+    assert bad_x["outcome"] == "invalid" and "exp_z" in bad_x["error"]
+    bad_a = score_dict(_DECISION, _resp("a1", status="abstain", action="reboot"))
+    assert bad_a["outcome"] == "invalid" and bad_a["decision_regret"] is None
+
+
+def test_structure_division_by_zero_gives_zero() -> None:
+    """Convention 4: no claimed edges gives precision 0; no true edges gives recall 0."""
+    empty_claim = score_dict(_CHAIN, _resp("d1", edges=[]))["structure"]
+    assert empty_claim == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "reversed": 0,
+                           "same_mec": False}
+    empty_truth = _item("d2", item_type="discovery", rung=1, true_edges=[],
+                        cpdag={"directed": [], "undirected": []})
+    v = score_dict(empty_truth, _resp("d2", edges=[["A", "B"]]))
+    assert v["outcome"] == "wrong"
+    assert v["structure"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "reversed": 0,
+                              "same_mec": False}
+    both_empty = score_dict(empty_truth, _resp("d2", edges=[]))
+    assert both_empty["outcome"] == "correct"
+    assert both_empty["structure"]["precision"] == 0.0 == both_empty["structure"]["recall"]

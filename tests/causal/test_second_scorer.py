@@ -1,6 +1,7 @@
 """Tests for the independently written second scorer (rungbench.causal.second_scorer).
 
-Hand cases with their derivations live in data/second_scorer_cases.json.
+Hand cases with their derivations live in the package data
+src/rungbench/causal/data/second_scorer_cases.json (``scorer-agreement`` also runs them).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,9 @@ from rungbench.causal.second_scorer import (
 )
 from rungbench.errors import InputError
 
-DATA = json.loads((Path(__file__).parent / "data" / "second_scorer_cases.json").read_text())
+DATA = json.loads(
+    resources.files("rungbench.causal").joinpath("data/second_scorer_cases.json").read_text()
+)
 ORACLES: dict[str, dict[str, Any]] = DATA["oracles"]
 VERDICT_KEYS = ("case_id", "outcome", "abs_error", "brier", "decision_regret", "info_regret",
                 "structure")

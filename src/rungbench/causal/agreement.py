@@ -2,8 +2,10 @@
 
 Seed 003 "Validate the oracle and scorer before using them": "A second,
 independently written scorer … The two must agree on 100% of the hand cases and
-on ≥ 99% of 1,000 generated cases; every disagreement is examined." The hand
-cases (``data/response_cases.json``) carry their expected verdicts; generated
+on ≥ 99% of 1,000 generated cases; every disagreement is examined." Two hand
+sets carry their expected verdicts, and both scorers must match each expected
+verdict: scorer 1's (``data/response_cases.json``) and scorer 2's
+(``data/second_scorer_cases.json``, written with the second scorer). Generated
 responses perturb reference answers of a freshly built dev split in every way
 the outcome rules distinguish. Verdicts are compared field by field (CONTRACTS
 §3), numbers within 1e-9.
@@ -31,11 +33,47 @@ COMPARED = ("case_id", "outcome", "abs_error", "brier", "decision_regret", "info
 """Verdict fields both scorers must agree on (``error`` text is free-form)."""
 
 
+HAND_SETS = ("response_cases", "second_scorer_cases")
+"""Names of the hand-case sets, after their files in ``rungbench/causal/data``."""
+
+_EMPTY_RESPONSE: dict[str, Any] = {
+    "arm": "hand", "status": "answer", "value": None, "bounds": None, "label": None,
+    "confidence": None, "experiment": None, "action": None, "edges": None, "claim_text": "",
+    "t": "2026-10-03T14:02:11Z",
+}
+
+
+def _data(name: str) -> Any:
+    text = resources.files("rungbench.causal").joinpath(f"data/{name}.json").read_text()
+    return json.loads(text)
+
+
 def hand_cases() -> list[dict[str, Any]]:
-    """The hand-written response cases with their expected verdicts."""
-    text = resources.files("rungbench.causal").joinpath("data/response_cases.json").read_text()
-    cases: list[dict[str, Any]] = json.loads(text)["cases"]
+    """Scorer 1's hand-written response cases with their expected verdicts."""
+    cases: list[dict[str, Any]] = _data("response_cases")["cases"]
     return cases
+
+
+def second_scorer_hand_cases() -> list[dict[str, Any]]:
+    """Scorer 2's hand cases as full ``{"note", "oracle", "response", "expected"}`` cases.
+
+    The file names a shared oracle per case, gives only the response fields that
+    differ from an empty ``answer`` and only the non-null expected verdict fields.
+    """
+    doc = _data("second_scorer_cases")
+    out = []
+    for case in doc["cases"]:
+        oracle = doc["oracles"][case["oracle"]]
+        response = {"case_id": oracle["case_id"], **_EMPTY_RESPONSE, **case["response"]}
+        expected = {**dict.fromkeys(COMPARED), "case_id": oracle["case_id"], **case["expected"]}
+        out.append({"note": case["name"], "oracle": oracle, "response": response,
+                    "expected": expected})
+    return out
+
+
+def hand_sets() -> dict[str, list[dict[str, Any]]]:
+    """Both hand-case sets keyed by :data:`HAND_SETS` name."""
+    return {"response_cases": hand_cases(), "second_scorer_cases": second_scorer_hand_cases()}
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -111,8 +149,13 @@ def compare(
     first: ScoreFn,
     second: ScoreFn,
     expected: list[dict[str, Any]] | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Score every pair with both scorers; list every disagreement with both verdicts."""
+    """Score every pair with both scorers; list every disagreement with both verdicts.
+
+    With ``expected``, a pair agrees only when both verdicts also match its
+    expected verdict; ``notes`` label disagreement rows (hand cases share case ids).
+    """
     disagreements = []
     agree = 0
     for i, (o, r) in enumerate(pairs):
@@ -124,6 +167,8 @@ def compare(
         if not ok:
             row = {"case_id": o["case_id"], "response": r, "first": _compared(a),
                    "second": _compared(b)}
+            if notes is not None:
+                row["note"] = notes[i]
             if expected is not None:
                 row["expected"] = expected[i]
             disagreements.append(row)
@@ -145,13 +190,32 @@ def _second_scorer() -> ScoreFn:
     return fn
 
 
+def compare_hand(first: ScoreFn, second: ScoreFn) -> dict[str, Any]:
+    """Compare both scorers on every hand set against its expected verdicts.
+
+    Returns the pooled ``n``/``agree``/``rate``, every disagreement tagged with
+    its ``set``, and per-set ``sets[name] = {"n", "agree", "rate"}``.
+    """
+    sets: dict[str, dict[str, Any]] = {}
+    disagreements: list[dict[str, Any]] = []
+    for name, cases in hand_sets().items():
+        result = compare([(c["oracle"], c["response"]) for c in cases], first, second,
+                         expected=[c["expected"] for c in cases],
+                         notes=[c["note"] for c in cases])
+        sets[name] = {k: result[k] for k in ("n", "agree", "rate")}
+        disagreements += [{"set": name, **d} for d in result["disagreements"]]
+    n = sum(r["n"] for r in sets.values())
+    agree = sum(r["agree"] for r in sets.values())
+    return {"n": n, "agree": agree, "rate": agree / n if n else None,
+            "disagreements": disagreements, "sets": sets}
+
+
 def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
-    """Run both scorers on the hand cases and on ``n_generated`` generated responses."""
+    """Run both scorers on both hand sets and on ``n_generated`` generated responses."""
     second = _second_scorer()
-    cases = hand_cases()
-    hand = compare([(c["oracle"], c["response"]) for c in cases], score_dict, second,
-                   expected=[c["expected"] for c in cases])
+    hand = compare_hand(score_dict, second)
     generated = compare(generated_responses(n_generated, seed), score_dict, second)
-    passed = hand["rate"] == 1.0 and (generated["rate"] or 0.0) >= 0.99
+    passed = all(r["rate"] == 1.0 for r in hand["sets"].values()) \
+        and (generated["rate"] or 0.0) >= 0.99
     return {"hand": hand, "generated": generated, "pass": passed,
             "thresholds": {"hand": 1.0, "generated": 0.99}}

@@ -5,6 +5,13 @@ and the agent's structured response. Response files are parsed line by line; a
 bad line (malformed JSON, missing field, unknown case id, value outside [0, 1])
 becomes an ``invalid`` verdict naming the line, and the rest of the file is
 still scored.
+
+Conventions of CONTRACTS §3 "Conventions" implemented here: a numeric field
+that is not a JSON number (the string ``"0.374"``, ``true``) is ``invalid``;
+structure metrics, decision regret and information regret are reported
+whenever the response carries their payload, whatever the status (the status
+only picks the outcome); precision with no claimed edges and recall with no
+true edges are 0.
 """
 
 from __future__ import annotations
@@ -60,6 +67,28 @@ def _invalid(case_id: str, why: str) -> Verdict:
     return Verdict(case_id=case_id, outcome="invalid", error=why)
 
 
+def _is_json_number(x: object) -> bool:
+    """Whether ``x`` parsed from JSON is a number (``true``/``false`` are not)."""
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def non_number_field(raw: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Return (field, why) for a numeric response field that is not a JSON number, or None.
+
+    CONTRACTS §3 "Conventions": ``value`` and ``confidence`` are floats and
+    ``bounds`` a pair of floats; a string such as ``"0.374"`` is ``invalid``, not
+    coerced.
+    """
+    for name in ("value", "confidence"):
+        x = raw.get(name)
+        if x is not None and not _is_json_number(x):
+            return name, f"{name} {x!r} is not a JSON number"
+    b = raw.get("bounds")
+    if isinstance(b, list | tuple) and not all(_is_json_number(x) for x in b):
+        return "bounds", f"bounds {b!r} are not JSON numbers"
+    return None
+
+
 def _brier(outcome: str, confidence: float | None) -> float | None:
     """Brier term (c − 1[correct])² (seed 003 "Endpoints and formulas")."""
     if confidence is None or outcome not in _GRADED:
@@ -69,7 +98,11 @@ def _brier(outcome: str, confidence: float | None) -> float | None:
 
 
 def structure_score(oracle: PrivateOracle, edges: list[tuple[str, str]]) -> StructureScore:
-    """Directed precision/recall/F1 vs the true DAG, reversed edges and same_mec vs the CPDAG."""
+    """Directed precision/recall/F1 vs the true DAG, reversed edges and same_mec vs the CPDAG.
+
+    Division by zero gives 0 (CONTRACTS §3 "Conventions"): precision is 0 with no
+    claimed edges, recall 0 with no true edges, F1 0 when precision + recall is 0.
+    """
     truth = {tuple(e) for e in oracle.true_edges or []}
     answer = {tuple(e) for e in edges}
     hits = len(truth & answer)
@@ -82,6 +115,40 @@ def structure_score(oracle: PrivateOracle, edges: list[tuple[str, str]]) -> Stru
     return StructureScore(
         precision=precision, recall=recall, f1=f1, reversed=reversed_, same_mec=mec
     )
+
+
+def _choice_error(oracle: PrivateOracle, r: AgentResponse) -> str | None:
+    """Return why a named action or experiment is not offered by the item, or None.
+
+    Checked whatever the status, since regrets are reported whatever the status.
+    """
+    if oracle.expected_loss is not None and r.action is not None \
+            and r.action not in oracle.expected_loss:
+        return f"unknown action {r.action!r}"
+    if oracle.eig_bits is not None and r.experiment is not None \
+            and r.experiment not in oracle.eig_bits:
+        return f"unknown experiment {r.experiment!r}"
+    return None
+
+
+def _metrics(oracle: PrivateOracle, r: AgentResponse) -> dict[str, Any]:
+    """Structure and regrets for every payload the response carries, whatever its status.
+
+    CONTRACTS §3 "Conventions": on a discovery item, ``edges`` give structure
+    metrics; a named action gives ``decision_regret`` = E[L(a)] − min E[L]; a named
+    experiment gives ``info_regret`` = max EIG − EIG(x) (seed 003 "Endpoints and
+    formulas"). Call only after :func:`_choice_error` returned None.
+    """
+    out: dict[str, Any] = {}
+    if oracle.cpdag is not None and r.edges is not None:
+        out["structure"] = structure_score(oracle, list(r.edges))
+    if oracle.expected_loss is not None and r.action is not None:
+        losses = oracle.expected_loss
+        out["decision_regret"] = losses[r.action] - min(losses.values())
+    if oracle.eig_bits is not None and r.experiment is not None:
+        eig = oracle.eig_bits
+        out["info_regret"] = max(eig.values()) - eig[r.experiment]
+    return out
 
 
 def _answer_fields_error(oracle: PrivateOracle, r: AgentResponse) -> str | None:
@@ -106,35 +173,39 @@ def _answer_fields_error(oracle: PrivateOracle, r: AgentResponse) -> str | None:
     return None if r.value is not None else "answer without a value"
 
 
-def _identifiable_answer(oracle: PrivateOracle, r: AgentResponse) -> Verdict:
-    """Score an ``answer`` on an identifiable item (the response's fields are valid)."""
+def _identifiable_answer(
+    oracle: PrivateOracle, r: AgentResponse, metrics: Mapping[str, Any]
+) -> Verdict:
+    """Score an ``answer`` on an identifiable item (fields valid, ``metrics`` from _metrics)."""
     cid = oracle.case_id
     if oracle.cpdag is not None:
-        s = structure_score(oracle, list(r.edges or []))
+        s: StructureScore = metrics["structure"]
         outcome: Outcome = "correct" if s.same_mec else "wrong"
-        return Verdict(case_id=cid, outcome=outcome, structure=s)
+        return Verdict(case_id=cid, outcome=outcome, **metrics)
     if oracle.expected_loss is not None:
-        losses = oracle.expected_loss
-        regret = losses[str(r.action)] - min(losses.values())
+        regret: float = metrics["decision_regret"]
         outcome_d: Outcome = "correct" if regret <= SLACK else "wrong"
-        return Verdict(case_id=cid, outcome=outcome_d, decision_regret=regret)
+        return Verdict(case_id=cid, outcome=outcome_d, **metrics)
     if oracle.eig_bits is not None:
-        eig = oracle.eig_bits
-        regret = max(eig.values()) - eig[str(r.experiment)]
-        outcome_i: Outcome = "correct" if regret <= SLACK else "wrong"
-        return Verdict(case_id=cid, outcome=outcome_i, info_regret=regret)
+        info: float = metrics["info_regret"]
+        outcome_i: Outcome = "correct" if info <= SLACK else "wrong"
+        return Verdict(case_id=cid, outcome=outcome_i, **metrics)
     if oracle.bounds is not None and r.bounds is not None:
         ok = all(within(a, b, oracle.tol) for a, b in zip(r.bounds, oracle.bounds, strict=True))
-        return Verdict(case_id=cid, outcome="correct" if ok else "wrong")
+        return Verdict(case_id=cid, outcome="correct" if ok else "wrong", **metrics)
     if oracle.value is None:
         raise InputError("identifiable numeric item without a reference value", field="value")
     err = abs(float(r.value or 0.0) - oracle.value)
     outcome_v: Outcome = "correct" if err <= oracle.tol + SLACK else "wrong"
-    return Verdict(case_id=cid, outcome=outcome_v, abs_error=err)
+    return Verdict(case_id=cid, outcome=outcome_v, abs_error=err, **metrics)
 
 
 def score(oracle: PrivateOracle, response: AgentResponse) -> Verdict:
-    """Return the verdict for one response (CONTRACTS §3 outcome rules)."""
+    """Return the verdict for one response (CONTRACTS §3 outcome rules and conventions).
+
+    ``response`` is already typed; raw JSON goes through :func:`score_dict` or
+    :func:`score_lines`, which first refuse non-number numeric fields.
+    """
     cid = oracle.case_id
     if response.case_id != cid:
         why = f"response for {response.case_id!r} scored against {cid!r}"
@@ -143,19 +214,25 @@ def score(oracle: PrivateOracle, response: AgentResponse) -> Verdict:
         return _invalid(cid, f"value {response.value!r} outside [0, 1]")
     if response.confidence is not None and not _in_unit(response.confidence):
         return _invalid(cid, f"confidence {response.confidence!r} outside [0, 1]")
+    choice = _choice_error(oracle, response)
+    if choice is not None:
+        return _invalid(cid, choice)
+    metrics = _metrics(oracle, response)
     status = response.status
     if status in ("abstain", "need_info"):
-        return Verdict(case_id=cid, outcome="abstain")
+        return Verdict(case_id=cid, outcome="abstain", **metrics)
     if status == "not_identifiable":
         outcome_n: Outcome = "correct_non_id" if not oracle.identifiable else "false_non_id"
-        return Verdict(case_id=cid, outcome=outcome_n, brier=_brier(outcome_n, response.confidence))
+        return Verdict(case_id=cid, outcome=outcome_n,
+                       brier=_brier(outcome_n, response.confidence), **metrics)
     problem = _answer_fields_error(oracle, response)
     if problem is not None:
         return _invalid(cid, problem)
     if not oracle.identifiable:
         outcome_f: Outcome = "false_answer_on_non_id"
-        return Verdict(case_id=cid, outcome=outcome_f, brier=_brier(outcome_f, response.confidence))
-    verdict = _identifiable_answer(oracle, response)
+        return Verdict(case_id=cid, outcome=outcome_f,
+                       brier=_brier(outcome_f, response.confidence), **metrics)
+    verdict = _identifiable_answer(oracle, response, metrics)
     brier = _brier(verdict.outcome, response.confidence)
     return verdict.model_copy(update={"brier": brier})
 
@@ -166,6 +243,9 @@ def score_dict(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> dict[s
         o = PrivateOracle.model_validate(oracle)
     except ValidationError as exc:
         raise InputError(f"bad private_oracle: {_first_error(exc)}") from exc
+    bad = non_number_field(response)
+    if bad is not None:
+        return _invalid(str(response.get("case_id", o.case_id)), bad[1]).model_dump(mode="json")
     try:
         r = AgentResponse.model_validate(response)
     except ValidationError as exc:
@@ -190,6 +270,9 @@ def parse_response_line(
         raise InputError(f"malformed JSON: {exc.msg}", path=path, line=line) from exc
     if not isinstance(raw, dict):
         raise InputError("a response line must be a JSON object", path=path, line=line)
+    bad = non_number_field(raw)
+    if bad is not None:
+        raise InputError(bad[1], path=path, line=line, field=bad[0])
     try:
         response = AgentResponse.model_validate(raw)
     except ValidationError as exc:
