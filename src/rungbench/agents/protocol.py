@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from rungbench.errors import InputError
 from rungbench.evidence.canonical import canonical_bytes, digest
 
 
@@ -60,6 +61,35 @@ class Request:
     def digest(self) -> str:
         """Return ``sha256:<hex>`` of :meth:`canonical`."""
         return digest(self.to_json())
+
+    def payload(self) -> dict[str, Any]:
+        """Return the part a provider receives: messages, tools and tool choice (no case id)."""
+        out = self.to_json()
+        del out["case_id"]
+        return out
+
+    def payload_digest(self) -> str:
+        """Return ``sha256:<hex>`` of the canonical :meth:`payload`."""
+        return digest(self.payload())
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any], *, metadata: dict[str, Any] | None = None) -> Request:
+        """Rebuild a request from :meth:`to_json` output; ``metadata`` is reattached."""
+        try:
+            messages = tuple(
+                Message(role=str(m["role"]), content=str(m["content"])) for m in value["messages"]
+            )
+            return cls(
+                case_id=str(value["case_id"]),
+                messages=messages,
+                tools=tuple(value.get("tools", ())),
+                tool_choice=value.get("tool_choice"),
+                metadata=dict(metadata or {}),
+            )
+        except (KeyError, TypeError) as exc:
+            raise InputError(
+                f"not a request record: missing or bad {exc}", field="request"
+            ) from exc
 
 
 @dataclass(frozen=True)

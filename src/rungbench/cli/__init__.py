@@ -7,6 +7,7 @@ import typer
 from rungbench import __version__
 from rungbench.cli import causal, causal_bench, chess, chess_census, evidence, stats
 from rungbench.cli.demo import demo
+from rungbench.cli.run import run
 
 app = typer.Typer(
     name="rungbench",
@@ -20,6 +21,7 @@ causal_bench.register(causal.app)
 app.add_typer(causal.app, name="causal")
 chess_census.register(chess.app)
 app.add_typer(chess.app, name="chess")
+app.command("run")(run)
 app.command("demo")(demo)
 
 

@@ -25,6 +25,7 @@ def _stages() -> list[tuple[str, Stage]]:
     from rungbench.cli.causal_bench import demo_stage as causal_bench_stage
     from rungbench.cli.chess_census import demo_stage as census_stage
     from rungbench.cli.evidence import demo_stage as evidence_stage
+    from rungbench.cli.run import demo_stage as run_stage
     from rungbench.cli.stats import demo_stage as stats_stage
 
     return [
@@ -33,6 +34,7 @@ def _stages() -> list[tuple[str, Stage]]:
         ("causal oracle validation (causal)", causal_stage),
         ("causal benchmark build, eval, report (causal)", causal_bench_stage),
         ("LLM Chess replay and A104 census (chess)", census_stage),
+        ("resumable runner through the real openai client on loopback (execute)", run_stage),
     ]
 
 

@@ -1,0 +1,693 @@
+"""``rungbench run``: execute a frozen schedule of cells against an agent, resumably.
+
+SCHEDULE is one of:
+
+* a Lichess puzzle CSV (``PuzzleId,FEN,Moves,…``): one move-choice cell per puzzle, the
+  position after the opponent's setup move, the solution's first move as ``best_move``;
+* a JSONL of positions (``{"fen": …, "id"?: …, "best_move"?: …}`` per line);
+* a built causal benchmark directory (``DIR/public/*.jsonl`` public_case records): one
+  cell per case, answered through a ``submit_answer`` tool with the agent_response fields
+  of docs/CONTRACTS.md §3.
+
+The agent is ``--agent reference:NAME`` or ``--model openai:MODEL --base-url URL``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import typer
+from rich.table import Table
+
+from rungbench.agents.openai_provider import DEFAULT_API_KEY_ENV, OpenAIProvider, Pricing
+from rungbench.agents.outcomes import Outcome, Validator
+from rungbench.agents.protocol import Agent, Message, Request, Response, ToolCall
+from rungbench.causal.records import AgentResponse, PrivateOracle, PublicCase
+from rungbench.causal.reference_agents import POLICIES, CaseAgent
+from rungbench.causal.reference_agents import reference_agent as causal_reference_agent
+from rungbench.chess import reference_agents as chess_agents
+from rungbench.cli._common import JSON_OPTION, console, emit_json
+from rungbench.cli._common import run as guarded
+from rungbench.errors import InputError, Reason, Refusal
+from rungbench.evidence.canonical import file_digest
+from rungbench.evidence.paths import shared_data_dir
+from rungbench.execute.events import read_events
+from rungbench.execute.policy import RetryPolicy
+from rungbench.execute.progress import run_progress
+from rungbench.execute.runner import (
+    EVENTS,
+    RunSummary,
+    create_run,
+    describe_agent,
+    execute_run,
+    load_run,
+    verify_run,
+)
+from rungbench.execute.schedule import Schedule
+
+CAUSAL_TASK = "causal.public_case/1"
+
+# ---------------------------------------------------------------- chess schedules
+
+
+def puzzle_schedule(path: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
+    """Build move-choice cells from a Lichess puzzle CSV (position after the setup move)."""
+    requests: list[Request] = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        for line, row in enumerate(csv.DictReader(fh), start=2):
+            if line - 2 < offset:
+                continue
+            if limit is not None and len(requests) >= limit:
+                break
+            requests.append(_puzzle_request(path, line, row))
+    return Schedule.of(
+        chess_agents.TASK,
+        path.name,
+        requests,
+        {"file": path.name, "sha256": file_digest(str(path)), "offset": offset, "limit": limit},
+    )
+
+
+def _puzzle_request(path: Path, line: int, row: dict[str, str]) -> Request:
+    try:
+        moves = row["Moves"].split()
+        board = chess_agents.board_from_fen(row["FEN"])
+        board.push_uci(moves[0])
+    except (KeyError, IndexError, ValueError) as exc:
+        raise InputError(f"bad puzzle row: {exc}", path=str(path), line=line) from exc
+    if len(moves) < 2:
+        raise InputError("puzzle has no solution move", path=str(path), line=line, field="Moves")
+    return chess_agents.move_choice_request(
+        f"puzzle-{row['PuzzleId']}",
+        board.fen(),
+        best_move=moves[1],
+        extra={"puzzle_id": row["PuzzleId"], "rating": int(row.get("Rating") or 0)},
+    )
+
+
+def fen_schedule(path: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
+    """Build move-choice cells from a JSONL of ``{"fen", "id"?, "best_move"?}`` objects."""
+    requests: list[Request] = []
+    for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not text.strip() or line - 1 < offset:
+            continue
+        if limit is not None and len(requests) >= limit:
+            break
+        try:
+            row = json.loads(text)
+            fen = row["fen"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InputError(f"not a position record: {exc}", path=str(path), line=line) from exc
+        requests.append(
+            chess_agents.move_choice_request(
+                str(row.get("id") or f"fen-{line:05d}"), fen, best_move=row.get("best_move")
+            )
+        )
+    return Schedule.of(
+        chess_agents.TASK,
+        path.name,
+        requests,
+        {"file": path.name, "sha256": file_digest(str(path)), "offset": offset, "limit": limit},
+    )
+
+
+# ---------------------------------------------------------------- causal schedules
+
+SUBMIT_ANSWER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "submit_answer",
+        "description": "Submit your answer to the causal question (fields of agent_response).",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "status": {
+                    "type": "string",
+                    "enum": ["answer", "not_identifiable", "abstain", "need_info"],
+                    "description": "answer, not_identifiable, abstain or need_info.",
+                },
+                "value": {"type": ["number", "null"], "description": "Numeric answer."},
+                "bounds": {
+                    "type": ["array", "null"],
+                    "items": {"type": "number"},
+                    "description": "[lo, hi] when the question asks for bounds.",
+                },
+                "label": {"type": ["string", "null"], "description": "Categorical answer."},
+                "confidence": {
+                    "type": ["number", "null"],
+                    "description": "Probability that your answer is correct, in [0, 1].",
+                },
+                "experiment": {"type": ["string", "null"], "description": "Chosen experiment."},
+                "action": {"type": ["string", "null"], "description": "Chosen intervention id."},
+                "edges": {
+                    "type": ["array", "null"],
+                    "items": {"type": "array", "items": {"type": "string"}},
+                    "description": "Directed edges [cause, effect].",
+                },
+                "claim_text": {"type": "string", "description": "Short justification."},
+            },
+            "required": ["status"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+CAUSAL_SYSTEM = (
+    "You answer causal-reasoning questions about a described system. "
+    "Answer only by calling the submit_answer tool."
+)
+
+
+def causal_request(case: PublicCase) -> Request:
+    """Render one public case into a request with the ``submit_answer`` tool."""
+    parts = [
+        case.question,
+        f"Evidence ({case.evidence.kind}):\n"
+        + json.dumps(case.evidence.payload, sort_keys=True, indent=1),
+    ]
+    if case.assumptions:
+        parts.append("Assumptions:\n" + "\n".join(f"- {a}" for a in case.assumptions))
+    if case.permitted_interventions:
+        parts.append(
+            "Permitted interventions (id: cost):\n"
+            + "\n".join(f"- {i.id}: {i.cost:g}" for i in case.permitted_interventions)
+        )
+    parts.append(f"Answer format: {case.answer_format}")
+    return Request(
+        case_id=case.case_id,
+        messages=(Message("system", CAUSAL_SYSTEM), Message("user", "\n\n".join(parts))),
+        tools=(SUBMIT_ANSWER_TOOL,),
+        tool_choice="required",
+        metadata={"task": CAUSAL_TASK, "public_case": case.model_dump(mode="json")},
+    )
+
+
+def causal_schedule(directory: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
+    """Build one cell per public case of a built causal benchmark directory."""
+    files = sorted((directory / "public").glob("*.jsonl"))
+    if not files:
+        raise InputError("no public case records (*.jsonl)", path=str(directory / "public"))
+    cases = _read_records(files, PublicCase)
+    chosen = cases[offset : None if limit is None else offset + limit]
+    return Schedule.of(
+        CAUSAL_TASK,
+        directory.name,
+        [causal_request(c) for c in chosen],
+        {
+            "directory": directory.name,
+            "files": {
+                p.name: file_digest(str(p)) for p in sorted((directory / "public").glob("*.jsonl"))
+            },
+            "offset": offset,
+            "limit": limit,
+        },
+    )
+
+
+_Record = TypeVar("_Record", PublicCase, PrivateOracle)
+
+
+def _read_records(files: list[Path], model: type[_Record]) -> list[_Record]:
+    out: list[_Record] = []
+    for path in files:
+        for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if text.strip():
+                try:
+                    out.append(model.model_validate_json(text))
+                except ValueError as exc:
+                    first = str(exc).splitlines()[0]
+                    raise InputError(
+                        f"not a {model.__name__}: {first}", path=str(path), line=line
+                    ) from exc
+    return out
+
+
+def validate_causal_answer(request: Request, tool: str, arguments: Mapping[str, Any]) -> str | None:
+    """Return why a schema-valid ``submit_answer`` call is inadmissible, or None."""
+    confidence = arguments.get("confidence")
+    if confidence is not None and not 0.0 <= float(confidence) <= 1.0:
+        return f"confidence {confidence!r} outside [0, 1]"
+    bounds = arguments.get("bounds")
+    if bounds is not None and (len(bounds) != 2 or bounds[0] > bounds[1]):
+        return f"bounds {bounds!r} are not [lo, hi] with lo <= hi"
+    edges = arguments.get("edges")
+    if edges is not None and any(len(e) != 2 for e in edges):
+        return "every edge must be [cause, effect]"
+    return None
+
+
+class CaseAgentAdapter:
+    """Puts a causal :class:`CaseAgent` behind the Agent protocol (answers via submit_answer)."""
+
+    def __init__(self, case_agent: CaseAgent) -> None:
+        self.case_agent = case_agent
+        self.name = case_agent.name if ":" in case_agent.name else f"reference:{case_agent.name}"
+
+    def respond(self, request: Request) -> Response:
+        """Answer the public case carried in the request's metadata."""
+        record = request.metadata.get("public_case")
+        if not isinstance(record, dict):
+            raise InputError(
+                f"request {request.case_id!r} carries no public case", field="metadata.public_case"
+            )
+        case = PublicCase.model_validate(record)
+        reply = self.case_agent.answer(case).model_dump(mode="json")
+        fields = {k: v for k, v in reply.items() if k not in ("version", "case_id", "arm", "t")}
+        return Response(text=None, tool_calls=(ToolCall("submit_answer", json.dumps(fields)),))
+
+
+def write_agent_responses(run_dir: Path) -> dict[str, Any]:
+    """Write ``run_dir/responses.jsonl`` (agent_response records) from a causal run's finals.
+
+    Answered cells become agent_response records; model failures (malformed, refusal,
+    illegal) become lines the causal scorer marks ``invalid`` for their case; reliability
+    failures are left out, so the scorer lists them as missing (no response) — nothing
+    is silently dropped. Score with ``rungbench.causal.evaluate.score_run``.
+    """
+    manifest, _ = load_run(run_dir)
+    arm = str(manifest["agent"].get("name"))
+    lines: list[str] = []
+    counts = {"responses": 0, "invalid": 0, "missing": 0}
+    for event in read_events(run_dir / EVENTS):
+        if event["kind"] != "final":
+            continue
+        outcome = Outcome(event["outcome"])
+        if outcome is Outcome.ANSWERED and event.get("arguments") is not None:
+            record = AgentResponse(
+                case_id=event["cell"], arm=arm, t=event["t"], **event["arguments"]
+            )
+            lines.append(json.dumps(record.model_dump(mode="json"), sort_keys=True))
+            counts["responses"] += 1
+        elif outcome.is_model_failure:
+            failure = {
+                "case_id": event["cell"],
+                "arm": arm,
+                "run_outcome": outcome.value,
+                "detail": event.get("detail", ""),
+            }
+            lines.append(json.dumps(failure, sort_keys=True))
+            counts["invalid"] += 1
+        else:
+            counts["missing"] += 1
+    (run_dir / "responses.jsonl").write_text("".join(f"{line}\n" for line in lines), "utf-8")
+    return counts
+
+
+# ---------------------------------------------------------------- building blocks
+
+VALIDATORS: dict[str, Validator] = {
+    chess_agents.TASK: chess_agents.validate_move,
+    CAUSAL_TASK: validate_causal_answer,
+}
+
+
+def build_schedule(source: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
+    """Build the frozen schedule a SCHEDULE argument names (see the module docstring)."""
+    if source.is_dir():
+        if not (source / "public").is_dir():
+            raise InputError(
+                "a causal benchmark directory needs a public/ folder", path=str(source)
+            )
+        return causal_schedule(source, limit=limit, offset=offset)
+    if not source.exists():
+        raise InputError("schedule source does not exist", path=str(source))
+    if source.suffix == ".csv":
+        return puzzle_schedule(source, limit=limit, offset=offset)
+    if source.suffix == ".jsonl":
+        return fen_schedule(source, limit=limit, offset=offset)
+    raise InputError(
+        "unknown schedule source: expected a puzzle .csv, a FEN .jsonl or a causal bench directory",
+        path=str(source),
+    )
+
+
+def build_agent(
+    task: str,
+    *,
+    agent: str | None,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str = DEFAULT_API_KEY_ENV,
+    timeout_s: float = 120.0,
+    seed: int = 0,
+    nodes: int = 20_000,
+    pricing: Pricing | None = None,
+    params: dict[str, Any] | None = None,
+    causal_dir: Path | None = None,
+) -> Agent:
+    """Return the agent named by ``--agent reference:NAME`` or ``--model openai:MODEL``."""
+    if (agent is None) == (model is None):
+        raise InputError("give exactly one of --agent reference:NAME or --model openai:MODEL")
+    if model is not None:
+        kind, _, name = model.partition(":")
+        if kind != "openai" or not name:
+            raise InputError(f"--model must be openai:MODEL, got {model!r}", field="model")
+        if not base_url:
+            raise InputError("--model needs --base-url", field="base_url")
+        return OpenAIProvider(
+            name,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout_s=timeout_s,
+            pricing=pricing,
+            params=params,
+        )
+    kind, _, name = str(agent).partition(":")
+    if kind != "reference":
+        raise InputError(f"--agent must be reference:NAME, got {agent!r}", field="agent")
+    if task == CAUSAL_TASK:
+        return _causal_reference(name, causal_dir)
+    chosen = chess_agents.reference_agent(name, seed=seed, nodes=nodes)
+    return _Described(
+        chosen, {"kind": "reference", "name": chosen.name, "seed": seed, "nodes": nodes}
+    )
+
+
+def _causal_reference(name: str, causal_dir: Path | None) -> Agent:
+    if name not in POLICIES:
+        raise InputError(f"unknown causal reference agent {name!r}; known: {', '.join(POLICIES)}")
+    if causal_dir is None or not (causal_dir / "private" / "oracle.jsonl").is_file():
+        raise InputError(
+            "causal reference agents read the private oracle records (DIR/private/oracle.jsonl)",
+            field="agent",
+        )
+    oracle_file = causal_dir / "private" / "oracle.jsonl"
+    oracles = {o.case_id: o for o in _read_records([oracle_file], PrivateOracle)}
+    adapter = CaseAgentAdapter(
+        cast(CaseAgent, causal_reference_agent(f"reference:{name}", oracles))
+    )
+    return _Described(adapter, {"kind": "reference", "name": adapter.name})
+
+
+class _Described:
+    """An agent plus the description that goes into the run manifest."""
+
+    def __init__(self, inner: Agent, description: dict[str, Any]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.description = description
+
+    def respond(self, request: Request) -> Response:
+        """Delegate to the wrapped agent."""
+        return self.inner.respond(request)
+
+    def describe(self) -> dict[str, Any]:
+        """Return the manifest description."""
+        return self.description
+
+    def close(self) -> None:
+        """Close the wrapped agent when it holds a process or connection."""
+        closer = getattr(self.inner, "close", None)
+        if callable(closer):
+            closer()
+
+
+def start_or_resume(
+    *,
+    source: Path | None,
+    out: Path,
+    resume: str | None,
+    make_agent: Callable[[str, Path | None], Agent],
+    limit: int | None = None,
+    concurrency: int = 4,
+    policy: RetryPolicy | None = None,
+    max_cells: int | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Create (or reopen) a run, execute its pending cells, verify it; return the summary."""
+    run_dir = _resolve_run(out, resume) if resume else None
+    fresh = build_schedule(source, limit=limit) if source is not None else None
+    if run_dir is not None:
+        _, schedule = load_run(run_dir)
+        if fresh is not None and fresh.digest() != schedule.digest():
+            raise Refusal(
+                [
+                    Reason(
+                        "different",
+                        "SCHEDULE does not rebuild the run's frozen schedule",
+                        subject="schedule",
+                        data={"frozen": schedule.digest(), "rebuilt": fresh.digest()},
+                    )
+                ],
+                gate="resume",
+            )
+    elif fresh is not None:
+        schedule = fresh
+    else:
+        raise InputError("give a SCHEDULE, or --resume RUN")
+    causal_dir = source if source is not None and source.is_dir() else None
+    agent = make_agent(schedule.task, causal_dir)
+    try:
+        if run_dir is None:
+            run_dir = create_run(out, schedule, describe_agent(agent), policy=policy)
+        with run_progress("cells", quiet=quiet) as hook:
+            summary = execute_run(
+                run_dir,
+                agent,
+                validator=VALIDATORS.get(schedule.task),
+                concurrency=concurrency,
+                progress=hook,
+                max_cells=max_cells,
+            )
+    finally:
+        closer = getattr(agent, "close", None)
+        if callable(closer):
+            closer()
+    check = verify_run(run_dir)
+    result = {
+        **summary.to_json(),
+        "task": schedule.task,
+        "complete": check.ok,
+        "cells_final": check.final,
+        "problems": list(check.problems),
+    }
+    if schedule.task == CAUSAL_TASK and check.ok:
+        result["agent_responses"] = write_agent_responses(run_dir)
+    return result
+
+
+def _resolve_run(out: Path, resume: str) -> Path:
+    for candidate in (Path(resume), out / "runs" / resume):
+        if (candidate / "manifest.json").exists():
+            return candidate
+    raise InputError(f"no run {resume!r} (looked for a run directory or {out}/runs/{resume})")
+
+
+# ---------------------------------------------------------------- the command
+
+
+SCHEDULE_ARGUMENT = typer.Argument(
+    None, help="Puzzle CSV, FEN JSONL, or causal bench directory (omit with --resume)."
+)
+OUT_OPTION = typer.Option(Path("rungbench-runs"), "--out", help="Where runs/ is written.")
+PARAM_OPTION = typer.Option(
+    [], "--param", help="Extra request field KEY=JSON (e.g. temperature=0); repeatable."
+)
+
+
+def run(
+    schedule: Path | None = SCHEDULE_ARGUMENT,
+    agent: str | None = typer.Option(None, "--agent", help="reference:NAME"),
+    model: str | None = typer.Option(None, "--model", help="openai:MODEL"),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible base URL."),
+    api_key_env: str = typer.Option(
+        DEFAULT_API_KEY_ENV, "--api-key-env", help="Environment variable holding the API key."
+    ),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Parallel requests."),
+    resume: str | None = typer.Option(None, "--resume", help="Run id or run directory."),
+    out: Path = OUT_OPTION,
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Use the first N cells."),
+    max_cells: int | None = typer.Option(
+        None, "--max-cells", min=1, help="Stop after N cells this session (resume later)."
+    ),
+    max_attempts: int = typer.Option(
+        4, "--max-attempts", min=1, help="Attempts per cell (fixed when the run is created)."
+    ),
+    backoff: str = typer.Option(
+        "2,8,30",
+        "--backoff",
+        help="Waits before attempt 2, 3, … in seconds (last repeats; fixed at creation).",
+    ),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request."),
+    seed: int = typer.Option(0, "--seed", help="Seed of randomized reference agents."),
+    nodes: int = typer.Option(20_000, "--nodes", help="Node budget of reference:engine."),
+    param: list[str] = PARAM_OPTION,
+    usd_in: float = typer.Option(0.0, "--usd-per-mtok-in", help="Price per 1M prompt tokens."),
+    usd_out: float = typer.Option(0.0, "--usd-per-mtok-out", help="Price per 1M output tokens."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Execute a frozen schedule of cells against an agent; resumable and crash-safe."""
+
+    def make_agent(task: str, causal_dir: Path | None) -> Agent:
+        return build_agent(
+            task,
+            agent=agent,
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout_s=timeout,
+            seed=seed,
+            nodes=nodes,
+            pricing=Pricing(usd_in, usd_out),
+            params=parse_params(param),
+            causal_dir=causal_dir,
+        )
+
+    summary = guarded(
+        lambda: start_or_resume(
+            source=schedule,
+            out=out,
+            resume=resume,
+            make_agent=make_agent,
+            limit=limit,
+            concurrency=concurrency,
+            policy=RetryPolicy(max_attempts=max_attempts, backoff_s=_seconds(backoff)),
+            max_cells=max_cells,
+            quiet=as_json,
+        ),
+        as_json=as_json,
+    )
+    if as_json:
+        emit_json(summary)
+    else:
+        _print_summary(summary)
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """Parse ``KEY=JSON`` items (a bare word value is taken as a string)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--param must be KEY=VALUE, got {item!r}", field="param")
+        try:
+            out[key] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key] = text
+    return out
+
+
+def _seconds(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError as exc:
+        raise InputError(f"--backoff must be comma-separated seconds, got {text!r}") from exc
+
+
+def _print_summary(summary: Mapping[str, Any]) -> None:
+    table = Table(title=f"run {summary['run_id']} (session {summary['session']})")
+    table.add_column("final outcome")
+    table.add_column("cells", justify="right")
+    for outcome, count in sorted(summary["outcomes"].items()):
+        table.add_row(outcome, str(count))
+    console.print(table)
+    console.print(
+        f"{summary['cells_final']}/{summary['cells']} cells final · sent {summary['sent']} · "
+        f"skipped {summary['skipped']} · {summary['cells_per_s']} cells/s · "
+        f"{summary['tokens_in']}+{summary['tokens_out']} tokens · ${summary['cost_usd']}"
+    )
+    console.print(f"run directory: {summary['run_dir']}")
+
+
+# ---------------------------------------------------------------- demo
+
+
+def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
+    """Run 12 puzzles through the real openai client against a loopback server, resume once."""
+    from rungbench.agents.loopback import Fault, LoopbackServer
+
+    schedule = puzzle_schedule(_puzzles(), limit=12)
+    key = "sk-demo-" + os.urandom(8).hex()
+    digests = [c.request.payload_digest() for c in schedule]
+    faults = {
+        digests[1]: [Fault.RATE_LIMIT],
+        digests[2]: [Fault.SERVER_ERROR],
+        digests[3]: [Fault.GARBAGE_ARGUMENTS],
+        digests[4]: [Fault.REFUSAL],
+        digests[8]: [Fault.NOT_JSON],
+    }
+    engine = chess_agents.EngineAgent(nodes=2_000)
+    try:
+        with LoopbackServer(
+            engine,
+            api_key=key,
+            requests=[c.request for c in schedule],
+            faults=faults,
+            retry_after_s=0.2,
+        ) as server:
+            provider = OpenAIProvider(
+                "loopback-engine",
+                base_url=server.base_url,
+                api_key_env="RUNGBENCH_DEMO_KEY",
+                timeout_s=10.0,
+                environ={"RUNGBENCH_DEMO_KEY": key},
+            )
+            policy = RetryPolicy(max_attempts=3, backoff_s=(0.1,))
+            run_dir = create_run(
+                workdir / "run-demo", schedule, describe_agent(provider), policy=policy
+            )
+            first = execute_run(
+                run_dir, provider, validator=chess_agents.validate_move, concurrency=4, max_cells=6
+            )
+            before = dict(server.counts)
+            done_first = _final_cells(run_dir)
+            second = execute_run(
+                run_dir, provider, validator=chess_agents.validate_move, concurrency=4
+            )
+            provider.close()
+        resent = sum(
+            server.counts[c.request.payload_digest()] - before.get(c.request.payload_digest(), 0)
+            for c in schedule
+            if c.cell_id in done_first
+        )
+    finally:
+        engine.close()
+    check = verify_run(run_dir)
+    leaked = [str(p) for p in run_dir.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    result = _demo_result(first, second, check.ok, resent, leaked, server.served)
+    if not as_json:
+        _print_summary({**second.to_json(), "cells_final": check.final})
+        console.print(
+            f"session 1 finalized {first.finalized} cells; resume finalized {second.finalized}; "
+            f"completed cells re-sent: {resent}; key found in files: {len(leaked)}"
+        )
+    return result
+
+
+def _demo_result(
+    first: RunSummary,
+    second: RunSummary,
+    ok: bool,
+    resent: int,
+    leaked: list[str],
+    served: list[tuple[str, str]],
+) -> dict[str, Any]:
+    return {
+        "run_dir": second.run_dir,
+        "cells": second.cells,
+        "session1_finalized": first.finalized,
+        "session2_finalized": second.finalized,
+        "session2_skipped": second.skipped,
+        "outcomes": second.outcomes,
+        "http_requests": len(served),
+        "faults_injected": sorted(v for _, v in served if v != "ok"),
+        "every_cell_one_final": ok,
+        "completed_cells_resent": resent,
+        "api_key_in_files": len(leaked),
+    }
+
+
+def _final_cells(run_dir: Path) -> set[str]:
+    return {str(e["cell"]) for e in read_events(run_dir / "events.jsonl") if e["kind"] == "final"}
+
+
+def _puzzles() -> Path:
+    path = shared_data_dir() / "lichess_puzzles" / "puzzles.csv"
+    if not path.exists():
+        raise InputError("bundled puzzle file is missing", path=str(path))
+    return path

@@ -1,0 +1,73 @@
+"""The registered retry sequence for reliability outcomes.
+
+Seed 000 ("An effect must survive attempts to explain it away"): a failed request
+may be retried only in the identical frozen cell under the fixed retry limit.
+The policy is part of a run's identity (its JSON goes into the run manifest);
+model failures are never retried (see :mod:`rungbench.agents.outcomes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rungbench.errors import InputError
+
+POLICY_VERSION = "rungbench.retry/1"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often, and after what wait, a cell with a reliability failure is re-sent."""
+
+    max_attempts: int = 4
+    """Attempts per cell over the whole run (all sessions), the first one included."""
+    backoff_s: tuple[float, ...] = (2.0, 8.0, 30.0)
+    """Wait before attempt 2, 3, …; the last value repeats."""
+    honor_retry_after: bool = True
+    """Wait at least the server's Retry-After when it sends one."""
+    max_wait_s: float = 120.0
+    """Upper bound on any single wait, Retry-After included."""
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise InputError(
+                f"max_attempts must be >= 1, got {self.max_attempts!r}", field="max_attempts"
+            )
+        if any(b < 0 for b in self.backoff_s) or self.max_wait_s < 0:
+            raise InputError(
+                f"waits must be non-negative, got {self.backoff_s!r}", field="backoff_s"
+            )
+
+    def wait_before(self, attempt: int, retry_after: float | None = None) -> float:
+        """Return the seconds to wait before ``attempt`` (2, 3, …) after a reliability failure."""
+        if attempt < 2:
+            return 0.0
+        base = self.backoff_s[min(attempt - 2, len(self.backoff_s) - 1)] if self.backoff_s else 0.0
+        if self.honor_retry_after and retry_after is not None:
+            base = max(base, retry_after)
+        return min(base, self.max_wait_s)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the policy as recorded in the run manifest."""
+        return {
+            "version": POLICY_VERSION,
+            "max_attempts": self.max_attempts,
+            "backoff_s": list(self.backoff_s),
+            "honor_retry_after": self.honor_retry_after,
+            "max_wait_s": self.max_wait_s,
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RetryPolicy:
+        """Rebuild a policy from :meth:`to_json` output."""
+        if value.get("version") != POLICY_VERSION:
+            raise InputError(
+                f"unknown retry policy version {value.get('version')!r}", field="policy.version"
+            )
+        return cls(
+            max_attempts=int(value["max_attempts"]),
+            backoff_s=tuple(float(b) for b in value["backoff_s"]),
+            honor_retry_after=bool(value["honor_retry_after"]),
+            max_wait_s=float(value["max_wait_s"]),
+        )

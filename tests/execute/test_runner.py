@@ -1,0 +1,267 @@
+"""The resumable cell runner with in-process agents."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rungbench.agents.outcomes import CallFailure, Outcome
+from rungbench.agents.protocol import Request, Response, ToolCall
+from rungbench.chess.reference_agents import RandomMover, move_choice_request, validate_move
+from rungbench.errors import IntegrityError, Refusal
+from rungbench.execute.events import read_events
+from rungbench.execute.policy import RetryPolicy
+from rungbench.execute.runner import create_run, describe_agent, execute_run, verify_run
+from rungbench.execute.schedule import Schedule
+
+FENS = [
+    "r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19",
+    "1r6/1PN5/3p4/4kpp1/1R6/P3n3/K1P5/8 b - - 0 49",
+    "8/8/8/4k3/8/8/4P3/4K3 w - - 0 1",
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+]
+
+
+def _schedule(n: int) -> Schedule:
+    return Schedule.of(
+        "chess.move_choice/1",
+        "test",
+        [move_choice_request(f"c{i:03d}", FENS[i % len(FENS)]) for i in range(n)],
+    )
+
+
+class Scripted:
+    """Counts calls per cell; fails a cell's first calls as told, then plays randomly."""
+
+    def __init__(self, failures: dict[str, list[Any]] | None = None) -> None:
+        self.name = "scripted-test"
+        self.failures = failures or {}
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def respond(self, request: Request) -> Response:
+        with self._lock:
+            index = self.calls[request.case_id]
+            self.calls[request.case_id] += 1
+        plan = self.failures.get(request.case_id, [])
+        if index < len(plan):
+            step = plan[index]
+            if isinstance(step, Response):
+                return step
+            raise CallFailure(step, f"injected {step.value}", retry_after=None)
+        return RandomMover(seed=1).respond(request)
+
+
+def _run(tmp_path: Path, agent: Scripted, n: int = 6, **kwargs: Any) -> tuple[Path, Any]:
+    policy = kwargs.pop("policy", RetryPolicy(max_attempts=3, backoff_s=(0.0,)))
+    run_dir = create_run(tmp_path, _schedule(n), describe_agent(agent), policy=policy)
+    return run_dir, execute_run(run_dir, agent, validator=validate_move, **kwargs)
+
+
+def _events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
+    return [e for e in read_events(run_dir / "events.jsonl") if e["kind"] == kind]
+
+
+def test_every_cell_gets_one_final_and_one_tool_event_per_call(tmp_path: Path) -> None:
+    """A clean run: one attempt, one tool_event and one final per cell, all answered."""
+    agent = Scripted()
+    run_dir, summary = _run(tmp_path, agent, n=6)
+    assert summary.outcomes == {"answered": 6} and summary.sent == 6
+    assert len(_events(run_dir, "attempt")) == len(_events(run_dir, "tool_event")) == 6
+    assert verify_run(run_dir).ok
+    for event in _events(run_dir, "tool_event"):
+        assert {"tokens_in", "tokens_out", "cost_usd", "latency_s"} <= set(event)
+
+
+def test_reliability_failures_are_retried_in_the_same_cell(tmp_path: Path) -> None:
+    """A 500 then a timeout are retried with the identical request digest until answered."""
+    agent = Scripted({"c001": [Outcome.PROVIDER_ERROR, Outcome.TIMEOUT]})
+    run_dir, summary = _run(tmp_path, agent, n=3)
+    attempts = [e for e in _events(run_dir, "attempt") if e["cell"] == "c001"]
+    assert [e["attempt"] for e in attempts] == [1, 2, 3]
+    assert len({e["request_digest"] for e in attempts}) == 1
+    outcomes = [e["outcome"] for e in _events(run_dir, "tool_event") if e["cell"] == "c001"]
+    assert outcomes == ["provider_error", "timeout", "answered"]
+    assert summary.outcomes == {"answered": 3}
+
+
+def test_retry_limit_makes_the_failure_final(tmp_path: Path) -> None:
+    """A cell failing every attempt ends with its reliability outcome, not dropped."""
+    agent = Scripted({"c000": [Outcome.NETWORK_ERROR] * 5})
+    run_dir, summary = _run(tmp_path, agent, n=2)
+    assert agent.calls["c000"] == 3
+    final = [e for e in _events(run_dir, "final") if e["cell"] == "c000"]
+    assert [(f["outcome"], f["attempts"]) for f in final] == [("network_error", 3)]
+    assert summary.outcomes == {"answered": 1, "network_error": 1}
+
+
+def test_model_failures_are_final_at_once(tmp_path: Path) -> None:
+    """Malformed, refused and illegal answers are never re-asked."""
+    garbage = Response(text=None, tool_calls=(ToolCall("submit_move", "{bad"),))
+    refused = Response(text="no", refusal="no")
+    illegal = Response(text=None, tool_calls=(ToolCall("submit_move", '{"move":"a1a8"}'),))
+    agent = Scripted({"c000": [garbage], "c001": [refused], "c002": [illegal]})
+    _, summary = _run(tmp_path, agent, n=4)
+    assert summary.outcomes == {"malformed": 1, "refusal": 1, "illegal": 1, "answered": 1}
+    assert set(agent.calls.values()) == {1}
+
+
+def test_resume_skips_completed_cells(tmp_path: Path) -> None:
+    """A session stopped after 3 cells resumes with the other 5; none is sent twice."""
+    agent = Scripted()
+    run_dir, first = _run(tmp_path, agent, n=8, max_cells=3)
+    assert (first.finalized, verify_run(run_dir).final) == (3, 3)
+    second = execute_run(run_dir, agent, validator=validate_move, concurrency=3)
+    assert (second.session, second.skipped, second.finalized) == (2, 3, 5)
+    assert set(agent.calls.values()) == {1} and len(agent.calls) == 8
+    assert verify_run(run_dir).ok
+
+
+def test_in_flight_attempt_is_closed_as_interrupted(tmp_path: Path) -> None:
+    """An attempt with no result (a crash) is logged interrupted and counts toward the limit."""
+    agent = Scripted()
+    run_dir, _ = _run(tmp_path, agent, n=2, max_cells=1)
+    cell = _schedule(2).cells[1]
+    with open(run_dir / "events.jsonl", "ab") as fh:
+        record = {
+            "kind": "attempt",
+            "cell": cell.cell_id,
+            "attempt": 1,
+            "request_digest": cell.request_digest,
+            "t": "x",
+        }
+        fh.write(json.dumps(record).encode() + b"\n")
+    execute_run(run_dir, agent, validator=validate_move)
+    tool_events = [e for e in _events(run_dir, "tool_event") if e["cell"] == "c001"]
+    assert [(e["attempt"], e["outcome"]) for e in tool_events] == [
+        (1, "interrupted"),
+        (2, "answered"),
+    ]
+    assert verify_run(run_dir).ok
+
+
+def _drop_final(run_dir: Path, cell_id: str) -> None:
+    path = run_dir / "events.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    kept = [ln for ln in lines if not (b'"kind":"final"' in ln and f'"{cell_id}"'.encode() in ln)]
+    path.write_bytes(b"".join(kept))
+
+
+def test_lost_final_is_restored_without_resending(tmp_path: Path) -> None:
+    """A cell answered before a crash but missing its final gets it from its tool_event."""
+    agent = Scripted()
+    run_dir, _ = _run(tmp_path, agent, n=3)
+    _drop_final(run_dir, "c001")
+    assert not verify_run(run_dir).ok
+    summary = execute_run(run_dir, agent, validator=validate_move)
+    assert summary.sent == 0 and agent.calls["c001"] == 1
+    restored = [e for e in _events(run_dir, "final") if e["cell"] == "c001"]
+    assert restored[0]["note"] == "final restored from tool_event"
+    assert restored[0]["arguments"] is not None and verify_run(run_dir).ok
+
+
+def test_used_up_attempts_are_final_on_resume(tmp_path: Path) -> None:
+    """A cell whose attempts ran out before a crash is finalized as failed, not re-sent."""
+    agent = Scripted({"c000": [Outcome.TIMEOUT] * 3})
+    run_dir, _ = _run(tmp_path, agent, n=1)
+    _drop_final(run_dir, "c000")
+    summary = execute_run(run_dir, agent, validator=validate_move)
+    assert summary.sent == 0 and agent.calls["c000"] == 3
+    assert summary.outcomes == {"timeout": 1} and verify_run(run_dir).ok
+
+
+def test_changed_request_digest_in_the_log_is_refused(tmp_path: Path) -> None:
+    """A log naming another digest for a cell stops the resume with an integrity error."""
+    agent = Scripted()
+    run_dir, _ = _run(tmp_path, agent, n=2, max_cells=1)
+    text = (run_dir / "events.jsonl").read_text()
+    digest = _schedule(2).cells[0].request_digest
+    (run_dir / "events.jsonl").write_text(text.replace(digest, "sha256:" + "0" * 64))
+    with pytest.raises(IntegrityError, match="request digest"):
+        execute_run(run_dir, agent, validator=validate_move)
+
+
+def test_resuming_with_another_agent_is_refused(tmp_path: Path) -> None:
+    """A run is one agent: resuming with a different one is a refusal with code 'different'."""
+    run_dir, _ = _run(tmp_path, Scripted(), n=2, max_cells=1)
+    with pytest.raises(Refusal) as caught:
+        execute_run(run_dir, RandomMover(seed=9), validator=validate_move)
+    assert caught.value.codes == ("different",)
+
+
+def test_concurrency_does_not_change_answers(tmp_path: Path) -> None:
+    """Per-request seeding: 16 threads give the same final arguments as one."""
+    runs = [_run(tmp_path / str(k), Scripted(), n=24, concurrency=k)[0] for k in (1, 16)]
+    finals = [{e["cell"]: e["arguments"] for e in _events(r, "final")} for r in runs]
+    assert finals[0] == finals[1] and len(finals[0]) == 24
+
+
+def test_progress_hook_reaches_the_total(tmp_path: Path) -> None:
+    """The progress hook starts at the skipped count and ends at the number of cells."""
+    seen: list[tuple[int, int]] = []
+    _run(tmp_path, Scripted(), n=5, progress=lambda d, t: seen.append((d, t)))
+    assert seen[0] == (0, 5) and seen[-1] == (5, 5) and len(seen) == 6
+
+
+def test_real_client_faults_are_retried_as_registered(tmp_path: Path) -> None:
+    """Through the openai client: 429 waits its Retry-After, 500/stall/drop are retried."""
+    import datetime as dt
+
+    from rungbench.agents.loopback import Fault, LoopbackServer
+    from rungbench.agents.openai_provider import OpenAIProvider
+
+    schedule = _schedule(4)
+    key = "sk-runner-test"
+    p = [c.request.payload_digest() for c in schedule]
+    faults = {
+        p[0]: [Fault.RATE_LIMIT],
+        p[1]: [Fault.SERVER_ERROR, Fault.STALL],
+        p[2]: [Fault.DROP, Fault.NOT_JSON],
+        p[3]: [Fault.GARBAGE_ARGUMENTS],
+    }
+    requests = [c.request for c in schedule]
+    with LoopbackServer(
+        RandomMover(seed=2),
+        api_key=key,
+        requests=requests,
+        faults=faults,
+        retry_after_s=0.4,
+        stall_s=1.0,
+    ) as server:
+        provider = OpenAIProvider(
+            "loopback",
+            base_url=server.base_url,
+            api_key_env="K",
+            environ={"K": key},
+            timeout_s=0.5,
+        )
+        run_dir = create_run(
+            tmp_path,
+            schedule,
+            describe_agent(provider),
+            policy=RetryPolicy(max_attempts=3, backoff_s=(0.0,)),
+        )
+        summary = execute_run(run_dir, provider, validator=validate_move, concurrency=4)
+    assert summary.outcomes == {"answered": 3, "malformed": 1}
+    tool_events = _events(run_dir, "tool_event")
+    trail = {
+        c.cell_id: [e["outcome"] for e in tool_events if e["cell"] == c.cell_id] for c in schedule
+    }
+    assert trail == {
+        "c000": ["provider_error", "answered"],
+        "c001": ["provider_error", "timeout", "answered"],
+        "c002": ["network_error", "provider_error", "answered"],
+        "c003": ["malformed"],
+    }
+    starts = [
+        dt.datetime.fromisoformat(e["t"])
+        for e in _events(run_dir, "attempt")
+        if e["cell"] == "c000"
+    ]
+    assert (starts[1] - starts[0]).total_seconds() >= 0.4  # Retry-After honoured
+    assert sorted(server.counts.values()) == [1, 2, 3, 3] and verify_run(run_dir).ok
