@@ -11,6 +11,7 @@ import pytest
 import chess
 from rungbench.agents.outcomes import classify
 from rungbench.agents.protocol import Agent, Request, Response
+from rungbench.chess.move_choice import puzzle_schedule
 from rungbench.chess.reference_agents import (
     SUBMIT_MOVE_TOOL,
     EngineAgent,
@@ -24,7 +25,6 @@ from rungbench.chess.reference_agents import (
     submitted_move,
     validate_move,
 )
-from rungbench.cli.run import puzzle_schedule
 from rungbench.errors import InputError
 from rungbench.evidence.paths import shared_data_dir
 

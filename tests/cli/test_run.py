@@ -1,4 +1,4 @@
-"""``rungbench run`` schedules (chess puzzles, FEN lists, causal benches) and the command."""
+"""``rungbench run``: schedule and agent dispatch, start/resume, and the command."""
 
 from __future__ import annotations
 
@@ -10,23 +10,19 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-import chess
 from rungbench.agents.loopback import Fault, LoopbackServer
 from rungbench.agents.openai_provider import OpenAIProvider
 from rungbench.agents.protocol import Agent
 from rungbench.causal.build import build_split
 from rungbench.causal.evaluate import score_run
+from rungbench.chess.move_choice import fen_schedule
 from rungbench.cli.run import (
-    CAUSAL_TASK,
     build_agent,
     build_schedule,
     demo_stage,
-    fen_schedule,
     parse_params,
-    puzzle_schedule,
     run,
     start_or_resume,
-    validate_causal_answer,
 )
 from rungbench.errors import InputError, Refusal
 from rungbench.evidence.paths import shared_data_dir
@@ -38,22 +34,9 @@ KAGGLE = shared_data_dir() / "kaggle_chess_positions" / "filtered_chess_position
 KEY = "sk-cli-test-0c7e55d2"
 
 
-def test_puzzle_cell_is_the_position_after_the_setup_move() -> None:
-    """Puzzle tewjc: the cell shows the board after a2a7, and e5e3 is the hidden best move."""
-    cell = puzzle_schedule(PUZZLES, limit=3).cells[0]
-    board = chess.Board("r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19")
-    board.push_uci("a2a7")
-    assert cell.cell_id == "puzzle-tewjc"
-    assert cell.request.metadata["fen"] == board.fen()
-    assert cell.request.metadata["best_move"] == "e5e3"
-    assert board.fen() in cell.request.messages[-1].content
-
-
-def test_schedules_rebuild_to_the_same_digest() -> None:
-    """Building twice from the same file gives the same frozen schedule digest."""
-    assert puzzle_schedule(PUZZLES, limit=5).digest() == puzzle_schedule(PUZZLES, limit=5).digest()
+def test_schedule_source_dispatches_a_fen_jsonl() -> None:
+    """A .jsonl SCHEDULE builds the same frozen schedule as the FEN-JSONL builder."""
     kaggle = fen_schedule(KAGGLE, limit=4)
-    assert [c.cell_id for c in kaggle] == ["fen-00001", "fen-00002", "fen-00003", "fen-00004"]
     assert build_schedule(KAGGLE, limit=4).digest() == kaggle.digest()
 
 
@@ -122,33 +105,6 @@ def test_causal_bench_runs_through_the_real_client_and_scores(tmp_path: Path) ->
     assert scored["missing"] == 1 and scored["outcomes"]["invalid"] == 1
     correct = scored["outcomes"]["correct"] + scored["outcomes"]["correct_non_id"]
     assert correct == n - 2
-
-
-def test_causal_validator_names_inadmissible_fields() -> None:
-    """Confidence outside [0, 1] and reversed bounds are illegal answers."""
-    from rungbench.agents.protocol import Message, Request
-
-    request = Request("c", (Message("user", "q"),))
-    assert "confidence" in str(
-        validate_causal_answer(request, "submit_answer", {"status": "answer", "confidence": 1.5})
-    )
-    assert "bounds" in str(
-        validate_causal_answer(request, "submit_answer", {"status": "answer", "bounds": [0.6, 0.2]})
-    )
-    assert validate_causal_answer(request, "submit_answer", {"status": "abstain"}) is None
-
-
-def test_adapter_needs_the_public_case_in_metadata(tmp_path: Path) -> None:
-    """The causal adapter refuses a request that does not carry its public case."""
-    from rungbench.agents.protocol import Message, Request
-
-    bench = tmp_path / "bench"
-    build_split("dev", 1, 3, bench, None)
-    adapter = build_agent(
-        CAUSAL_TASK, agent="reference:oracle", model=None, base_url=None, causal_dir=bench
-    )
-    with pytest.raises(InputError, match="public case"):
-        adapter.respond(Request("c", (Message("user", "q"),)))
 
 
 def test_params_parse_json_values_and_bare_words() -> None:

@@ -10,37 +10,44 @@ SCHEDULE is one of:
   of docs/CONTRACTS.md §3.
 
 The agent is ``--agent reference:NAME`` or ``--model openai:MODEL --base-url URL``.
+
+Schedules and agents come from the domains (:mod:`rungbench.chess.move_choice`,
+:mod:`rungbench.causal.requests`); this module only picks the domain a SCHEDULE names
+(chess and causal never import each other, so the choice between them is made here)
+and hands the schedule to :mod:`rungbench.execute.runner`.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from rungbench.agents.openai_provider import DEFAULT_API_KEY_ENV, OpenAIProvider, Pricing
-from rungbench.agents.outcomes import Outcome, Validator
-from rungbench.agents.protocol import Agent, Message, Request, Response, ToolCall
-from rungbench.causal.records import AgentResponse, PrivateOracle, PublicCase
-from rungbench.causal.reference_agents import POLICIES, CaseAgent
-from rungbench.causal.reference_agents import reference_agent as causal_reference_agent
+from rungbench.agents.outcomes import Validator
+from rungbench.agents.protocol import Agent
+from rungbench.causal.requests import (
+    CAUSAL_TASK,
+    causal_schedule,
+    reference_case_agent,
+    validate_causal_answer,
+    write_agent_responses,
+)
 from rungbench.chess import reference_agents as chess_agents
+from rungbench.chess.move_choice import fen_schedule, puzzle_schedule, reference_move_agent
 from rungbench.cli._common import JSON_OPTION, console, emit_json
 from rungbench.cli._common import run as guarded
 from rungbench.errors import InputError, Reason, Refusal
-from rungbench.evidence.canonical import file_digest
 from rungbench.evidence.paths import shared_data_dir
 from rungbench.execute.events import read_events
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.progress import run_progress
 from rungbench.execute.runner import (
-    EVENTS,
     RunSummary,
     create_run,
     describe_agent,
@@ -49,254 +56,6 @@ from rungbench.execute.runner import (
     verify_run,
 )
 from rungbench.execute.schedule import Schedule
-
-CAUSAL_TASK = "causal.public_case/1"
-
-# ---------------------------------------------------------------- chess schedules
-
-
-def puzzle_schedule(path: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
-    """Build move-choice cells from a Lichess puzzle CSV (position after the setup move)."""
-    requests: list[Request] = []
-    with open(path, newline="", encoding="utf-8") as fh:
-        for line, row in enumerate(csv.DictReader(fh), start=2):
-            if line - 2 < offset:
-                continue
-            if limit is not None and len(requests) >= limit:
-                break
-            requests.append(_puzzle_request(path, line, row))
-    return Schedule.of(
-        chess_agents.TASK,
-        path.name,
-        requests,
-        {"file": path.name, "sha256": file_digest(str(path)), "offset": offset, "limit": limit},
-    )
-
-
-def _puzzle_request(path: Path, line: int, row: dict[str, str]) -> Request:
-    try:
-        moves = row["Moves"].split()
-        board = chess_agents.board_from_fen(row["FEN"])
-        board.push_uci(moves[0])
-    except (KeyError, IndexError, ValueError) as exc:
-        raise InputError(f"bad puzzle row: {exc}", path=str(path), line=line) from exc
-    if len(moves) < 2:
-        raise InputError("puzzle has no solution move", path=str(path), line=line, field="Moves")
-    return chess_agents.move_choice_request(
-        f"puzzle-{row['PuzzleId']}",
-        board.fen(),
-        best_move=moves[1],
-        extra={"puzzle_id": row["PuzzleId"], "rating": int(row.get("Rating") or 0)},
-    )
-
-
-def fen_schedule(path: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
-    """Build move-choice cells from a JSONL of ``{"fen", "id"?, "best_move"?}`` objects."""
-    requests: list[Request] = []
-    for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip() or line - 1 < offset:
-            continue
-        if limit is not None and len(requests) >= limit:
-            break
-        try:
-            row = json.loads(text)
-            fen = row["fen"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise InputError(f"not a position record: {exc}", path=str(path), line=line) from exc
-        requests.append(
-            chess_agents.move_choice_request(
-                str(row.get("id") or f"fen-{line:05d}"), fen, best_move=row.get("best_move")
-            )
-        )
-    return Schedule.of(
-        chess_agents.TASK,
-        path.name,
-        requests,
-        {"file": path.name, "sha256": file_digest(str(path)), "offset": offset, "limit": limit},
-    )
-
-
-# ---------------------------------------------------------------- causal schedules
-
-SUBMIT_ANSWER_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "submit_answer",
-        "description": "Submit your answer to the causal question (fields of agent_response).",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "status": {
-                    "type": "string",
-                    "enum": ["answer", "not_identifiable", "abstain", "need_info"],
-                    "description": "answer, not_identifiable, abstain or need_info.",
-                },
-                "value": {"type": ["number", "null"], "description": "Numeric answer."},
-                "bounds": {
-                    "type": ["array", "null"],
-                    "items": {"type": "number"},
-                    "description": "[lo, hi] when the question asks for bounds.",
-                },
-                "label": {"type": ["string", "null"], "description": "Categorical answer."},
-                "confidence": {
-                    "type": ["number", "null"],
-                    "description": "Probability that your answer is correct, in [0, 1].",
-                },
-                "experiment": {"type": ["string", "null"], "description": "Chosen experiment."},
-                "action": {"type": ["string", "null"], "description": "Chosen intervention id."},
-                "edges": {
-                    "type": ["array", "null"],
-                    "items": {"type": "array", "items": {"type": "string"}},
-                    "description": "Directed edges [cause, effect].",
-                },
-                "claim_text": {"type": "string", "description": "Short justification."},
-            },
-            "required": ["status"],
-            "additionalProperties": False,
-        },
-    },
-}
-
-CAUSAL_SYSTEM = (
-    "You answer causal-reasoning questions about a described system. "
-    "Answer only by calling the submit_answer tool."
-)
-
-
-def causal_request(case: PublicCase) -> Request:
-    """Render one public case into a request with the ``submit_answer`` tool."""
-    parts = [
-        case.question,
-        f"Evidence ({case.evidence.kind}):\n"
-        + json.dumps(case.evidence.payload, sort_keys=True, indent=1),
-    ]
-    if case.assumptions:
-        parts.append("Assumptions:\n" + "\n".join(f"- {a}" for a in case.assumptions))
-    if case.permitted_interventions:
-        parts.append(
-            "Permitted interventions (id: cost):\n"
-            + "\n".join(f"- {i.id}: {i.cost:g}" for i in case.permitted_interventions)
-        )
-    parts.append(f"Answer format: {case.answer_format}")
-    return Request(
-        case_id=case.case_id,
-        messages=(Message("system", CAUSAL_SYSTEM), Message("user", "\n\n".join(parts))),
-        tools=(SUBMIT_ANSWER_TOOL,),
-        tool_choice="required",
-        metadata={"task": CAUSAL_TASK, "public_case": case.model_dump(mode="json")},
-    )
-
-
-def causal_schedule(directory: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
-    """Build one cell per public case of a built causal benchmark directory."""
-    files = sorted((directory / "public").glob("*.jsonl"))
-    if not files:
-        raise InputError("no public case records (*.jsonl)", path=str(directory / "public"))
-    cases = _read_records(files, PublicCase)
-    chosen = cases[offset : None if limit is None else offset + limit]
-    return Schedule.of(
-        CAUSAL_TASK,
-        directory.name,
-        [causal_request(c) for c in chosen],
-        {
-            "directory": directory.name,
-            "files": {
-                p.name: file_digest(str(p)) for p in sorted((directory / "public").glob("*.jsonl"))
-            },
-            "offset": offset,
-            "limit": limit,
-        },
-    )
-
-
-_Record = TypeVar("_Record", PublicCase, PrivateOracle)
-
-
-def _read_records(files: list[Path], model: type[_Record]) -> list[_Record]:
-    out: list[_Record] = []
-    for path in files:
-        for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if text.strip():
-                try:
-                    out.append(model.model_validate_json(text))
-                except ValueError as exc:
-                    first = str(exc).splitlines()[0]
-                    raise InputError(
-                        f"not a {model.__name__}: {first}", path=str(path), line=line
-                    ) from exc
-    return out
-
-
-def validate_causal_answer(request: Request, tool: str, arguments: Mapping[str, Any]) -> str | None:
-    """Return why a schema-valid ``submit_answer`` call is inadmissible, or None."""
-    confidence = arguments.get("confidence")
-    if confidence is not None and not 0.0 <= float(confidence) <= 1.0:
-        return f"confidence {confidence!r} outside [0, 1]"
-    bounds = arguments.get("bounds")
-    if bounds is not None and (len(bounds) != 2 or bounds[0] > bounds[1]):
-        return f"bounds {bounds!r} are not [lo, hi] with lo <= hi"
-    edges = arguments.get("edges")
-    if edges is not None and any(len(e) != 2 for e in edges):
-        return "every edge must be [cause, effect]"
-    return None
-
-
-class CaseAgentAdapter:
-    """Puts a causal :class:`CaseAgent` behind the Agent protocol (answers via submit_answer)."""
-
-    def __init__(self, case_agent: CaseAgent) -> None:
-        self.case_agent = case_agent
-        self.name = case_agent.name if ":" in case_agent.name else f"reference:{case_agent.name}"
-
-    def respond(self, request: Request) -> Response:
-        """Answer the public case carried in the request's metadata."""
-        record = request.metadata.get("public_case")
-        if not isinstance(record, dict):
-            raise InputError(
-                f"request {request.case_id!r} carries no public case", field="metadata.public_case"
-            )
-        case = PublicCase.model_validate(record)
-        reply = self.case_agent.answer(case).model_dump(mode="json")
-        fields = {k: v for k, v in reply.items() if k not in ("version", "case_id", "arm", "t")}
-        return Response(text=None, tool_calls=(ToolCall("submit_answer", json.dumps(fields)),))
-
-
-def write_agent_responses(run_dir: Path) -> dict[str, Any]:
-    """Write ``run_dir/responses.jsonl`` (agent_response records) from a causal run's finals.
-
-    Answered cells become agent_response records; model failures (malformed, refusal,
-    illegal) become lines the causal scorer marks ``invalid`` for their case; reliability
-    failures are left out, so the scorer lists them as missing (no response) — nothing
-    is silently dropped. Score with ``rungbench.causal.evaluate.score_run``.
-    """
-    manifest, _ = load_run(run_dir)
-    arm = str(manifest["agent"].get("name"))
-    lines: list[str] = []
-    counts = {"responses": 0, "invalid": 0, "missing": 0}
-    for event in read_events(run_dir / EVENTS):
-        if event["kind"] != "final":
-            continue
-        outcome = Outcome(event["outcome"])
-        if outcome is Outcome.ANSWERED and event.get("arguments") is not None:
-            record = AgentResponse(
-                case_id=event["cell"], arm=arm, t=event["t"], **event["arguments"]
-            )
-            lines.append(json.dumps(record.model_dump(mode="json"), sort_keys=True))
-            counts["responses"] += 1
-        elif outcome.is_model_failure:
-            failure = {
-                "case_id": event["cell"],
-                "arm": arm,
-                "run_outcome": outcome.value,
-                "detail": event.get("detail", ""),
-            }
-            lines.append(json.dumps(failure, sort_keys=True))
-            counts["invalid"] += 1
-        else:
-            counts["missing"] += 1
-    (run_dir / "responses.jsonl").write_text("".join(f"{line}\n" for line in lines), "utf-8")
-    return counts
-
 
 # ---------------------------------------------------------------- building blocks
 
@@ -361,50 +120,8 @@ def build_agent(
     if kind != "reference":
         raise InputError(f"--agent must be reference:NAME, got {agent!r}", field="agent")
     if task == CAUSAL_TASK:
-        return _causal_reference(name, causal_dir)
-    chosen = chess_agents.reference_agent(name, seed=seed, nodes=nodes)
-    return _Described(
-        chosen, {"kind": "reference", "name": chosen.name, "seed": seed, "nodes": nodes}
-    )
-
-
-def _causal_reference(name: str, causal_dir: Path | None) -> Agent:
-    if name not in POLICIES:
-        raise InputError(f"unknown causal reference agent {name!r}; known: {', '.join(POLICIES)}")
-    if causal_dir is None or not (causal_dir / "private" / "oracle.jsonl").is_file():
-        raise InputError(
-            "causal reference agents read the private oracle records (DIR/private/oracle.jsonl)",
-            field="agent",
-        )
-    oracle_file = causal_dir / "private" / "oracle.jsonl"
-    oracles = {o.case_id: o for o in _read_records([oracle_file], PrivateOracle)}
-    adapter = CaseAgentAdapter(
-        cast(CaseAgent, causal_reference_agent(f"reference:{name}", oracles))
-    )
-    return _Described(adapter, {"kind": "reference", "name": adapter.name})
-
-
-class _Described:
-    """An agent plus the description that goes into the run manifest."""
-
-    def __init__(self, inner: Agent, description: dict[str, Any]) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.description = description
-
-    def respond(self, request: Request) -> Response:
-        """Delegate to the wrapped agent."""
-        return self.inner.respond(request)
-
-    def describe(self) -> dict[str, Any]:
-        """Return the manifest description."""
-        return self.description
-
-    def close(self) -> None:
-        """Close the wrapped agent when it holds a process or connection."""
-        closer = getattr(self.inner, "close", None)
-        if callable(closer):
-            closer()
+        return reference_case_agent(name, causal_dir)
+    return reference_move_agent(name, seed=seed, nodes=nodes)
 
 
 def start_or_resume(
