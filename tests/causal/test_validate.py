@@ -21,9 +21,11 @@ from rungbench.causal.validate import (
     compare_with_checker,
     evaluate_hand_case,
     load_hand_cases,
+    validation_worlds,
     z_score,
 )
 from rungbench.causal.world import Query, World
+from rungbench.errors import InputError
 
 
 def test_hand_cases_all_match() -> None:
@@ -119,3 +121,53 @@ def test_z_score_edges() -> None:
     assert math.isinf(z_score(1.0, 0.99, 100))
     assert math.isinf(z_score(0.5, 0.5, 0))
     assert z_score(0.5, 0.6, 100) == pytest.approx(2.0)
+
+
+def test_validation_worlds_are_42_motifs_and_18_random_dags_half_latent() -> None:
+    """The checker row's worlds: 42 motif worlds (14 kinds × 3) then 18 random 6-node DAGs,
+    9 of them with latent confounders."""
+    worlds = validation_worlds()
+    assert len(worlds) == 60
+    motifs, randoms = worlds[:42], worlds[42:]
+    assert all(w.world_id.startswith("vm") for w, *_ in motifs)
+    assert all(w.world_id.startswith("vr") and len(w.observed_names) == 6 for w, *_ in randoms)
+    assert sum(bool(w.latent_names) for w, *_ in randoms) == 9
+
+
+def test_hand_cases_cover_every_rung_and_named_quantity() -> None:
+    """Hand cases span rungs 1, 2 and 3 and the named quantities PNS, NDE, NIE and total."""
+    cases = load_hand_cases()
+    assert {c.query.rung for c in cases if c.query is not None} == {1, 2, 3}
+    assert {str(c.quantity["kind"]) for c in cases if c.quantity is not None} == {
+        "pns", "nde", "nie", "total"}
+
+
+def test_unknown_hand_case_world_names_the_field() -> None:
+    """A hand case naming a world the file does not define is an InputError on that case."""
+    text = resources.files("rungbench.causal").joinpath("data/hand_cases.json").read_text()
+    doc = json.loads(text)
+    doc["cases"][2]["world"] = "no-such-world"
+    with pytest.raises(InputError) as info:
+        load_hand_cases(json.dumps(doc))
+    assert info.value.field == "cases[2].world"
+
+
+def test_checker_is_independent_and_draws_200k_by_default() -> None:
+    """mc_check imports nothing from the oracle stack (only the standard library, numpy and
+    rungbench.errors) and, like the validation, draws 200,000 samples by default."""
+    import ast
+    import inspect
+
+    from rungbench.causal import mc_check
+    from rungbench.causal.validate import run_validation
+
+    tree = ast.parse(inspect.getsource(mc_check))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {str(node.module) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    rungbench_modules = {m for m in imported if m.startswith("rungbench")}
+    assert rungbench_modules == {"rungbench.errors"}
+    assert imported - rungbench_modules <= {"__future__", "math", "collections.abc",
+                                            "dataclasses", "typing", "numpy", "numpy.typing"}
+    for fn in (mc_check.check_queries, mc_check.check_query, run_validation):
+        assert inspect.signature(fn).parameters["draws"].default == 200_000

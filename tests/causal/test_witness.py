@@ -59,6 +59,14 @@ def test_witnesses_keep_the_joint_on_random_worlds() -> None:
             if w is None:
                 continue
             assert w.joint_max_diff < 1e-12
+            # Recomputed here, not trusted from the witness: same observed joint, no latents.
+            mine, theirs = observed_joint(world), observed_joint(w.world)
+            order = [theirs.names.index(n) for n in mine.names]
+            assert np.max(np.abs(np.transpose(theirs.table, order) - mine.table)) < 1e-12
+            assert w.world.latent_names == ()
+            do = Query(2, {y: 1}, {x: 1}, {})
+            assert w.true_value == pytest.approx(oracle.probability(world, do), abs=1e-12)
+            assert w.witness_value == pytest.approx(oracle.probability(w.world, do), abs=1e-12)
             built += 1
     assert built > 0
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from rungbench.chess.census import CLAIM_BOUNDARY, census, census_path, transition_table
+from rungbench.chess.census import CLAIM_BOUNDARY, Row, census, census_path
 from rungbench.chess.corpus import load_corpus, write_corpus
 from rungbench.chess.dispatch import version
 from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
 from rungbench.cli.chess_census import register
 from rungbench.errors import Refusal
+from rungbench.stats import clopper_pearson
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "llm_chess"
 AUG = DATA / "gpt-oss-20b-low_2025-08-12-15-06-46"
@@ -23,9 +25,8 @@ JAN = DATA / "gpt-35-turbo-0301_2025-01-22"
 SCRIPT = (("board", "move"), ("list", "move"), ("junk", "move"), ("board", "list", "move"))
 
 
-def _rows(doc: dict[str, object]) -> dict[str, tuple[int, int]]:
-    return {r["prior"]: (r["transitions"], r["accepted"])  # type: ignore[index]
-            for r in doc["transition_table"]}  # type: ignore[attr-defined]
+def _rows(doc: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    return {r["prior"]: (r["transitions"], r["accepted"]) for r in doc["transition_table"]}
 
 
 def test_census_of_august_2025_run() -> None:
@@ -149,7 +150,7 @@ def test_nothing_is_counted_from_a_failing_corpus(tmp_path: Path) -> None:
     with pytest.raises(Refusal) as info:
         census(broken)
     assert "prompt_bytes_mismatch" in info.value.codes
-    assert transition_table([]) and all(r.transitions == 0 for r in transition_table([]))
+    assert not any("counts" in (r.data or {}) for r in info.value.reasons)
 
 
 def test_chronology_mismatch_refuses(tmp_path: Path) -> None:
@@ -198,3 +199,101 @@ def test_recorded_line_must_match_the_byte_range(tmp_path: Path) -> None:
     attempt = load_corpus(tmp_path).attempts[2]
     _refreeze(tmp_path, 2, line=attempt.line + 1)
     assert _refusal(tmp_path).codes == ("line_mismatch",)
+
+
+@pytest.mark.parametrize(("prior", "n", "k", "printed"), [
+    ("board_query", 13034, 12379, 0.9497), ("legal_list_query", 623, 621, 0.9968),
+    ("non_tool_unresolved", 58, 28, 0.4828)])
+def test_seed_000_a104_rates_from_the_counts(prior: str, n: int, k: int, printed: float) -> None:
+    """Seed 000's A104 table: 12,379/13,034 = 94.97%, 621/623 = 99.68%, 28/58 = 48.28%,
+    each reported with its Clopper–Pearson interval at the census alpha."""
+    row = Row(prior, n, k).to_json(0.05)
+    assert round(row["rate"], 4) == printed
+    assert row["ci"] == list(clopper_pearson(k, n, 0.05))
+    assert row["ci"][0] < row["rate"] < row["ci"][1]
+    assert Row(prior, n, k).to_json(0.01)["ci"][0] < row["ci"][0]
+
+
+def test_empty_row_has_no_rate() -> None:
+    """A class with no transitions reports rate and interval as None, never 0/0."""
+    assert Row("reflection", 0, 0).to_json(0.05) == {
+        "prior": "reflection", "transitions": 0, "accepted": 0, "rate": None, "ci": None}
+
+
+def test_recorded_position_that_the_moves_do_not_give_refuses(tmp_path: Path) -> None:
+    """A record whose FEN differs from the position rebuilt from the game's moves is refused."""
+    _harness(tmp_path)
+    attempts = load_corpus(tmp_path).attempts
+    index = next(i for i, a in enumerate(attempts) if a.ply > 2 and a.role == "agent")
+    other = next(a.fen_before for a in attempts if a.fen_before != attempts[index].fen_before)
+    line = _refreeze(tmp_path, index, fen_before=other)
+    refusal = _refusal(tmp_path)
+    reason = next(r for r in refusal.reasons if r.code == "state_mismatch")
+    assert str(reason.subject).startswith(f"{tmp_path / 'attempts.jsonl'}:{line} ")
+
+
+def test_list_query_followed_by_something_else_refuses(tmp_path: Path) -> None:
+    """A legal-list query whose next prompt is not the comma-separated UCI list is refused."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    i = next(i for i, a in enumerate(corpus.attempts)
+             if a.verdict == "legal_query" and i + 1 < len(corpus.attempts)
+             and corpus.attempts[i + 1].attempt == a.attempt + 1)
+    nxt = corpus.attempts[i + 1]
+    _refreeze(tmp_path, i, reply="e2e4 and some prose")
+    refusal = _refusal(tmp_path)
+    assert "chronology_mismatch" in refusal.codes
+    assert any(r.code == "chronology_mismatch"
+               and str(r.subject).startswith(f"{tmp_path / 'attempts.jsonl'}:{i + 2} ")
+               for r in refusal.reasons), (nxt, refusal.reasons)
+
+
+def test_claim_boundary_says_rates_are_not_effects() -> None:
+    """The census states, in its own words, that tool-conditioned rates are not effects."""
+    text = " ".join(CLAIM_BOUNDARY.split())
+    for phrase in ("agent chose when to ask", "conditioned on that choice", "not effects",
+                   "not a control group", "randomized, byte-matched"):
+        assert phrase in text
+
+
+def test_cli_census_of_a_missing_folder_is_one_line_exit_1(tmp_path: Path) -> None:
+    """`chess census` on a path that is not a folder exits 1 with one line naming it."""
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["census", str(tmp_path / "nowhere")])
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nowhere" in lines[0]
+
+
+def test_cli_play_never_overwrites_a_corpus(tmp_path: Path) -> None:
+    """`chess play` into a folder holding a corpus exits 1 naming it and changes no byte;
+    --force replaces it."""
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    folder = tmp_path / "corpus"
+    args = ["play", str(folder), "--games", "1", "--max-plies", "6"]
+    assert runner.invoke(app, [*args, "--seed", "1"]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    again = runner.invoke(app, [*args, "--seed", "2"])
+    assert again.exit_code == 1 and again.stdout == ""
+    lines = again.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(folder) in lines[0] and "--force" in lines[0]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    forced = runner.invoke(app, [*args, "--seed", "2", "--force", "--json"])
+    assert forced.exit_code == 0
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} != before
+
+
+def test_demo_stage_censuses_both_runs_and_a_harness_corpus(tmp_path: Path) -> None:
+    """demo_stage reports both public runs (41 and 165 eligible replies, no replay
+    disagreement) and a scripted harness corpus, JSON-ready."""
+    from rungbench.cli.chess_census import demo_stage
+
+    summary = demo_stage(tmp_path, True)
+    assert summary[AUG.name]["eligible_attempts"] == 41
+    assert summary[JAN.name]["eligible_attempts"] == 165
+    assert all(v["replay_disagreements"] == 0 for v in summary.values())
+    assert summary["harness"]["table"]["legal_list_query"][0] > 0
+    json.dumps(summary, allow_nan=False)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,8 +17,8 @@ from rungbench.chess.corpus import (
 )
 from rungbench.chess.dispatch import version
 from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
-from rungbench.errors import InputError
-from rungbench.evidence.canonical import file_digest, is_canonical
+from rungbench.errors import InputError, Refusal
+from rungbench.evidence.canonical import canonical_bytes, file_digest, is_canonical
 
 
 def test_tool_call_display_round_trip() -> None:
@@ -61,3 +63,53 @@ def test_malformed_record_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"attempts.jsonl:2"):
         Attempt.from_json({"schema": "rungbench.chess.attempt/1"},
                           path=str(tmp_path / "attempts.jsonl"), line=2)
+
+
+def _small_corpus(folder: Path) -> None:
+    cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=6)
+    play_corpus(folder, ScriptedAgent([["board", "move"]], seed=0), RandomOpponent(0), cfg,
+                games=1)
+
+
+def test_record_of_another_schema_version_names_field_and_line(tmp_path: Path) -> None:
+    """An attempt record of another schema version is refused naming schema, file and line."""
+    from rungbench.chess.corpus import Attempt
+
+    _small_corpus(tmp_path)
+    record = load_corpus(tmp_path).attempts[0].to_json()
+    record["schema"] = "rungbench.chess.attempt/2"
+    with pytest.raises(InputError) as info:
+        Attempt.from_json(record, path="attempts.jsonl", line=7)
+    assert info.value.field == "schema" and "attempts.jsonl:7" in str(info.value)
+
+
+@pytest.mark.parametrize(("mutate", "field"), [
+    (lambda m: m.pop("files"), "files"),
+    (lambda m: m["files"][1].pop("digest"), "files[1].digest"),
+    (lambda m: m["files"].pop(0), "files"),
+    (lambda m: m.__setitem__("dispatchers", []), "dispatchers"),
+    (lambda m: m.__setitem__("schema", "rungbench.chess.corpus/0"), "schema")])
+def test_malformed_manifest_names_the_field(tmp_path: Path, mutate: Any, field: str) -> None:
+    """A manifest of the wrong version or shape is an InputError naming manifest.json and the
+    field, never a KeyError."""
+    _small_corpus(tmp_path)
+    path = tmp_path / "manifest.json"
+    manifest = json.loads(path.read_bytes())
+    mutate(manifest)
+    path.write_bytes(canonical_bytes(manifest))
+    with pytest.raises(InputError) as info:
+        load_corpus(tmp_path)
+    assert info.value.field == field and str(path) in str(info.value)
+
+
+def test_appended_lines_are_located_at_the_first_new_line(tmp_path: Path) -> None:
+    """Records appended after freezing are a digest mismatch at the first appended line."""
+    _small_corpus(tmp_path)
+    path = tmp_path / "attempts.jsonl"
+    data = path.read_bytes()
+    lines = data.count(b"\n")
+    path.write_bytes(data + data.split(b"\n")[0] + b"\n" + data.split(b"\n")[1] + b"\n")
+    with pytest.raises(Refusal) as info:
+        load_corpus(tmp_path)
+    assert info.value.codes == ("digest_mismatch",)
+    assert info.value.reasons[0].subject == f"{path}:{lines + 1}"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from rungbench.chess.console import Block, tokenize
 from rungbench.chess.corpus import split_tool_calls
-from rungbench.chess.llmchess import Block, read_run, refuse_disagreements, tokenize
+from rungbench.chess.llmchess import read_run, refuse_disagreements
 from rungbench.errors import Refusal
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "llm_chess"
@@ -41,11 +42,13 @@ def test_august_2025_counters_and_pgn_reproduced() -> None:
 def test_august_2025_known_counts() -> None:
     """Game 2 (1. e4 e5 2. g3 d5 3. Bg2) replays to black's 7 wrong actions, 2 boards, 2 moves."""
     game = read_run(AUG).games[1]
+    assert game.json_file is not None
+    source = game.json_file
     by_name = {(c.name, c.source): c.observed for c in game.checks}
-    assert by_name[("player_black.wrong_actions", game.json_file)] == 7
-    assert by_name[("player_black.get_board_count", game.json_file)] == 2
-    assert by_name[("player_black.make_move_count", game.json_file)] == 2
-    assert by_name[("player_white.get_legal_moves_count", game.json_file)] == 3
+    assert by_name[("player_black.wrong_actions", source)] == 7
+    assert by_name[("player_black.get_board_count", source)] == 2
+    assert by_name[("player_black.make_move_count", source)] == 2
+    assert by_name[("player_white.get_legal_moves_count", source)] == 3
     assert game.replies_regenerated["board"] == 2
 
 
@@ -144,3 +147,22 @@ def test_missing_dispatcher_message_is_a_structure_disagreement(tmp_path: Path) 
     with pytest.raises(Refusal) as info:
         refuse_disagreements(report)
     assert "structure_mismatch" in info.value.codes
+
+
+def test_august_2025_replay_equals_the_json_files_read_here() -> None:
+    """Independently of the reader's own checks: each finished game's replayed counters and
+    PGN equal the values this test reads straight from that game's JSON file."""
+    import json
+
+    report = read_run(AUG)
+    compared = 0
+    for game in report.games[:9]:
+        assert game.json_file is not None
+        recorded = json.loads((AUG / game.json_file).read_text())
+        observed = {c.name: c.observed for c in game.checks if c.source == game.json_file}
+        for colour in ("white", "black"):
+            for key in COUNTERS:
+                assert observed[f"player_{colour}.{key}"] == recorded[f"player_{colour}"][key]
+                compared += 1
+        assert observed["pgn"] == recorded["pgn"]
+    assert compared == 9 * 2 * len(COUNTERS)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from rungbench.causal import validate as validate_module
 from rungbench.causal.validate import CheckRow, ValidationReport
 from rungbench.cli import app as root_app
 from rungbench.cli import causal as causal_cli
@@ -39,7 +40,7 @@ def _failing(**_: object) -> ValidationReport:
 
 def test_failed_check_lists_failures_and_exits_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """A failed row makes the last line list the failures and the exit code 1."""
-    monkeypatch.setattr(causal_cli, "run_validation", _failing)
+    monkeypatch.setattr(validate_module, "run_validation", _failing)
     result = CliRunner().invoke(root_app, ["causal", "validate"])
     assert result.exit_code == 1
     assert result.stdout.strip().splitlines()[-1] == "FAILED: hand cases"
@@ -58,6 +59,6 @@ def test_demo_stage_runs_validation(tmp_path: Path) -> None:
 
 def test_demo_stage_raises_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """demo_stage raises RungbenchError naming the failed check."""
-    monkeypatch.setattr(causal_cli, "run_validation", _failing)
+    monkeypatch.setattr(validate_module, "run_validation", _failing)
     with pytest.raises(RungbenchError, match="hand cases"):
         causal_cli.demo_stage(tmp_path, True)

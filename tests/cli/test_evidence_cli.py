@@ -344,3 +344,41 @@ def test_ref_move_get_and_expect(tmp_path: Path) -> None:
     missing = _cli("ref", "nothing", "--store", store)
     assert missing.exit_code == 1 and "no ref 'nothing'" in _flat(missing.stderr)
     assert verify_chain(book).count == 1
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_issue_bad_inputs_one_line_exit_code_and_nothing_written(tmp_path: Path) -> None:
+    """Truncated object, manifest not JSON, missing input, malformed digest: through the
+    console script each exits 1 (or 3 for the refusal) with a first line naming the path or
+    field, one line only for errors, and no file in the folder changes or appears."""
+    source = tmp_path / "a.txt"
+    source.write_text("alpha")
+    store = ObjectStore(tmp_path / "study")
+    frozen = freeze_files(store, "a", INVENTORY, {"a": source}).digest
+    damaged = store.put_bytes(b"0123456789")
+    path = store.path_for(damaged)
+    path.chmod(0o644)
+    path.write_bytes(b"01234")
+    (tmp_path / "bad.json").write_text("{not json")
+    source.unlink()
+    out = tmp_path / "out.txt"
+    cases: list[tuple[list[str | Path], int, str]] = [
+        (["get", damaged, "--store", store.root, "--out", out], 1, str(path)),
+        (["manifest", tmp_path / "bad.json"], 1, str(tmp_path / "bad.json")),
+        (["check", frozen, "--store", store.root, "--input", f"a={source}"], 3, str(source)),
+        (["get", "sha256:zz", "--store", store.root, "--out", out], 1, "'DIGEST'"),
+    ]
+    for args, code, needle in cases:
+        before = _tree(tmp_path)
+        proc = _run(*args)
+        assert proc.returncode == code, (args, proc.stderr)
+        assert proc.stdout == ""
+        lines = proc.stderr.strip().splitlines()
+        assert needle in lines[0], (args, lines)
+        if code == 1:
+            assert len(lines) == 1, lines
+        assert _tree(tmp_path) == before, args

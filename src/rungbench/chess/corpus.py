@@ -336,6 +336,7 @@ def load_corpus(folder: Path) -> Corpus:
     if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
         raise InputError(f"not a {MANIFEST_SCHEMA} manifest", path=str(manifest_path),
                          field="schema")
+    _check_manifest(manifest, str(manifest_path))
     blobs: dict[str, bytes] = {}
     reasons: list[Reason] = []
     for entry in manifest["files"]:
@@ -357,6 +358,30 @@ def load_corpus(folder: Path) -> Corpus:
         origin={"format": MANIFEST_SCHEMA, "folder": folder.name,
                 "files": {str(e["path"]): str(e["digest"]) for e in manifest["files"]}},
     )
+
+
+_CORPUS_FILES = ("transcript.txt", "attempts.jsonl", "games.jsonl")
+_ENTRY_FIELDS = {"path": str, "digest": str, "bytes": int, "chunk_bytes": int, "chunks": list}
+
+
+def _check_manifest(manifest: dict[str, Any], path: str) -> None:
+    """Refuse a manifest whose shape is wrong, naming the field (never a KeyError later)."""
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        raise InputError("manifest has no list of files", path=path, field="files")
+    for i, entry in enumerate(files):
+        for key, kind in _ENTRY_FIELDS.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get(key), kind):
+                raise InputError(f"file entry {i} lacks a {kind.__name__} {key!r}", path=path,
+                                 field=f"files[{i}].{key}")
+    listed = [str(e["path"]) for e in files]
+    missing = [name for name in _CORPUS_FILES if name not in listed]
+    if missing or len(set(listed)) != len(listed):
+        raise InputError(f"files must list each of {list(_CORPUS_FILES)} once; got {listed}",
+                         path=path, field="files")
+    if not isinstance(manifest.get("dispatchers"), dict):
+        raise InputError("manifest has no mapping of dispatchers", path=path,
+                         field="dispatchers")
 
 
 def _check_file(path: Path, entry: Any, blobs: dict[str, bytes]) -> list[Reason]:
@@ -415,7 +440,10 @@ def _first_differing_line(data: bytes, entry: Any) -> int:
     for (line, digest_now), (_, digest_then) in zip(observed, entry["chunks"], strict=False):
         if digest_now != digest_then:
             return int(line)
-    return min(len(observed), len(entry["chunks"])) and int(observed[-1][0]) if observed else 1
+    frozen = len(entry["chunks"])
+    if len(observed) > frozen:  # lines were appended: the first extra chunk
+        return int(observed[frozen][0])
+    return data.count(b"\n") + 1  # cut at a line end: the first missing line
 
 
 def _records(data: bytes, path: str, parse: Any) -> list[Any]:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from rungbench.causal.validate import ValidationReport, run_validation
 from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json, run
 from rungbench.errors import RungbenchError
+
+if TYPE_CHECKING:  # the oracle stack (networkx) is imported only when a command runs
+    from rungbench.causal.validate import ValidationReport
 
 app = typer.Typer(help="causal commands.", no_args_is_help=True)
 
@@ -39,6 +41,8 @@ def _verdict_line(report: ValidationReport) -> str:
 
 
 def _validate(draws: int, seed: int, as_json: bool) -> ValidationReport:
+    from rungbench.causal.validate import run_validation
+
     if as_json:
         return run_validation(draws=draws, seed=seed)
     with console.status("validating the causal oracle…"):

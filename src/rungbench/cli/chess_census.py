@@ -7,23 +7,18 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from rungbench.chess.census import census_path
 from rungbench.chess.dispatch import VERSIONS, version
-from rungbench.chess.harness import (
-    HarnessConfig,
-    Opponent,
-    RandomOpponent,
-    ScriptedAgent,
-    engine_opponent,
-    play_corpus,
-)
 from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.errors import InputError
+
+if TYPE_CHECKING:  # census and harness load only when a command runs (fast start-up)
+    from rungbench.chess.harness import Opponent
 
 DATA = Path(os.environ.get(
     "RUNGBENCH_LLM_CHESS_DATA",
@@ -48,6 +43,8 @@ def census_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Verify a transcript corpus and print the A104 transition census."""
+    from rungbench.chess.census import census_path
+
     doc = run(lambda: census_path(corpus, alpha=alpha), as_json=as_json)
     if as_json:
         emit_json(doc)
@@ -64,10 +61,16 @@ def play_cmd(
     nodes: int = typer.Option(1000, help="Engine node budget per move."),
     max_plies: int = typer.Option(80, help="Half-moves after which a game stops."),
     dispatcher: str = typer.Option("llmchess-2025-08", help=f"One of {sorted(VERSIONS)}."),
+    force: bool = typer.Option(False, "--force", help="Replace a corpus already in OUT."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Play games with the reference scripted agent and write a native corpus."""
+    from rungbench.chess.harness import HarnessConfig, ScriptedAgent, play_corpus
+
     def action() -> dict[str, Any]:
+        if (out / "manifest.json").exists() and not force:
+            raise InputError("already holds a corpus (manifest.json); pass --force to replace "
+                             "it", path=str(out))
         cfg = HarnessConfig(dispatcher=version(dispatcher),
                             agent_colour="white" if colour == "white" else "black",
                             max_plies=max_plies)
@@ -88,6 +91,8 @@ def play_cmd(
 
 @contextlib.contextmanager
 def _opponent(kind: str, seed: int, nodes: int) -> Iterator[Opponent]:
+    from rungbench.chess.harness import RandomOpponent, engine_opponent
+
     if kind == "stockfish":
         with engine_opponent(nodes=nodes) as engine:
             yield engine
@@ -135,6 +140,9 @@ def print_census(doc: dict[str, Any]) -> None:
 
 def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
     """Census both bundled LLM Chess runs and a small scripted-agent harness corpus."""
+    from rungbench.chess.census import census_path
+    from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
+
     out: dict[str, Any] = {}
     for folder in sorted(p for p in DATA.iterdir() if p.is_dir()):
         doc = census_path(folder)

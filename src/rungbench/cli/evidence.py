@@ -21,7 +21,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from rungbench.cli._common import EXIT_ERROR, console, emit_json, err_console, run
-from rungbench.errors import InputError, IntegrityError, Refusal
+from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence import (
     INVENTORY,
     ChainReport,
@@ -73,6 +73,16 @@ def _named_files(pairs: list[str] | None) -> dict[str, Path]:
             raise InputError(f"input {name!r} given twice", field="--input")
         files[name] = Path(path)
     return files
+
+
+def _naming_files(refusal: Refusal, files: dict[str, Path]) -> Refusal:
+    """The same refusal with the file behind each named input added to its detail."""
+    reasons = [
+        Reason(r.code, f"{r.detail} ({files[r.subject]})", r.subject, r.data)
+        if r.subject in files else r
+        for r in refusal.reasons
+    ]
+    return Refusal(reasons, gate=refusal.gate)
 
 
 @contextmanager
@@ -273,8 +283,11 @@ def check_command(
 
     def action() -> dict[str, Any]:
         parse_digest(frozen, field="FROZEN")
-        current = current_from_files(_named_files(inputs))
-        record = check(_existing_store(store), frozen, current=current)
+        files = _named_files(inputs)
+        try:
+            record = check(_existing_store(store), frozen, current=current_from_files(files))
+        except Refusal as exc:
+            raise _naming_files(exc, files) from None
         return record.to_json()
 
     record = run(action, as_json=as_json)

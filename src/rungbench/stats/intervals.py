@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy.stats import beta, norm
-
 from rungbench.errors import InputError
 from rungbench.stats._checks import check_alpha, check_count
 
@@ -32,10 +30,13 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     Bounds are Beta quantiles: lower = B(alpha/2; k, n-k+1), upper =
     B(1-alpha/2; k+1, n-k), with 0 and 1 at the edges k = 0 and k = n.
     """
+    from scipy.special import betaincinv  # lazy: keeps `rungbench` start-up light
+
     k, n = _check_binomial(k, n)
     alpha = check_alpha(alpha)
-    low = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    # betaincinv(a, b, q) is the Beta(a, b) quantile, i.e. scipy.stats.beta.ppf(q, a, b).
+    low = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2))
+    high = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1 - alpha / 2))
     return low, high
 
 
@@ -44,9 +45,11 @@ def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
 
     centre = (p + z²/2n) / (1 + z²/n), half-width = z·sqrt(p(1-p)/n + z²/4n²) / (1 + z²/n).
     """
+    from scipy.special import ndtri  # standard normal quantile; lazy import
+
     k, n = _check_binomial(k, n)
     alpha = check_alpha(alpha)
-    z = float(norm.ppf(1 - alpha / 2))
+    z = float(ndtri(1 - alpha / 2))
     p = k / n
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binomtest
 
 from rungbench.errors import InputError
 from rungbench.stats._checks import FloatArray, as_finite_vector, check_alpha, check_count
@@ -224,6 +223,8 @@ def _discordance(va: FloatArray, vb: FloatArray) -> dict[str, Any]:
     a_only = int(np.sum((va == 1) & (vb == 0)))
     b_only = int(np.sum((va == 0) & (vb == 1)))
     discordant = a_only + b_only
+    from scipy.stats import binomtest  # lazy: scipy.stats costs about a second to import
+
     # Exact McNemar: under H0 each discordant pair falls either way with p = 1/2.
     p = 1.0 if discordant == 0 else float(binomtest(a_only, discordant, 0.5).pvalue)
     return {"discordance": discordant / va.size, "a_only": a_only, "b_only": b_only,

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import binom, norm
 
 from rungbench.errors import InputError
 from rungbench.stats._checks import check_alpha, check_count, check_positive
@@ -108,8 +107,8 @@ def mde(
         if clusters > n:
             raise InputError(f"clusters ({clusters}) cannot exceed n ({n})", field="clusters")
     denominator = clusters if clusters is not None else n
-    z_alpha = float(norm.ppf(1 - alpha_per_test / 2))
-    z_power = float(norm.ppf(power))
+    z_alpha = _z(1 - alpha_per_test / 2)
+    z_power = _z(power)
     return MinimumDetectableEffect(
         mde=(z_alpha + z_power) * sd / math.sqrt(denominator), sd=sd, n=n, clusters=clusters,
         denominator=denominator, tests=tests, alpha=alpha, alpha_per_test=alpha_per_test,
@@ -124,8 +123,8 @@ def mcnemar_sample_size(
     delta, psi = _check_mcnemar(effect, discordance)
     alpha = check_alpha(alpha)
     power = check_alpha(power, field="power")
-    z_alpha = float(norm.ppf(1 - alpha / 2))
-    z_power = float(norm.ppf(power))
+    z_alpha = _z(1 - alpha / 2)
+    z_power = _z(power)
     n_exact = (z_alpha * math.sqrt(psi) + z_power * math.sqrt(psi - delta**2)) ** 2 / delta**2
     return McNemarSampleSize(n=math.ceil(n_exact - 1e-9), n_exact=n_exact, effect=delta,
                              discordance=psi, alpha=alpha, power=power)
@@ -140,14 +139,23 @@ def mcnemar_power(n: int, effect: float, discordance: float, *, alpha: float = 0
     """
     n = check_count(n, field="n", minimum=1)
     delta, psi = _check_mcnemar(effect, discordance)
-    z = float(norm.ppf(1 - check_alpha(alpha) / 2))
+    z = _z(1 - check_alpha(alpha) / 2)
     d = np.arange(1, n + 1)
     share_b = (psi + delta) / (2 * psi)
     # |2b − d| > z·√d  ⇔  b > (d + z√d)/2  or  b < (d − z√d)/2.
     upper = np.floor((d + z * np.sqrt(d)) / 2)
     lower = np.ceil((d - z * np.sqrt(d)) / 2) - 1
+    from scipy.stats import binom  # lazy: scipy.stats costs about a second to import
+
     reject = binom.sf(upper, d, share_b) + binom.cdf(lower, d, share_b)
     return float(np.sum(binom.pmf(d, n, psi) * reject))
+
+
+def _z(q: float) -> float:
+    """Standard normal quantile (scipy.special.ndtri, imported on first use)."""
+    from scipy.special import ndtri
+
+    return float(ndtri(q))
 
 
 def _check_mcnemar(effect: float, discordance: float) -> tuple[float, float]:
