@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import sys
 from collections import Counter
 from importlib import resources
 from typing import Any
@@ -61,9 +63,9 @@ def test_compare_reports_every_disagreement_with_both_verdicts() -> None:
 
 
 def test_real_second_scorer_agreement() -> None:
-    """Real scorer 2: 100% on both hand sets (32 + 49, as expected) and >= 99% generated."""
-    result = scorer_agreement(300, 11)
-    assert result["generated"]["n"] == 300
+    """Real scorer 2: 100% on both hand sets (34 + 49) and >= 99% of 1,000 generated."""
+    result = scorer_agreement(1000, 11)
+    assert result["generated"]["n"] == 1000
     assert result["generated"]["rate"] >= 0.99
     hand = result["hand"]
     assert {k: v["n"] for k, v in hand["sets"].items()} == {
@@ -130,3 +132,29 @@ def test_both_scorers_agree_beyond_the_hand_cases(
     assert first["outcome"] == outcome
     if metric is not None:
         assert first[metric] is not None
+
+
+def test_second_scorer_shares_no_code_with_the_first() -> None:
+    """scorer 2 imports only the standard library and rungbench.errors, never scorer 1's modules."""
+    source = resources.files("rungbench.causal").joinpath("second_scorer.py").read_text()
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            imported.add(node.module)
+    ours = {m for m in imported if m.split(".")[0] == "rungbench"}
+    assert ours == {"rungbench.errors"}
+    assert all(m.split(".")[0] in sys.stdlib_module_names for m in imported - ours)
+
+
+def test_malformed_bounds_hand_cases_pin_convention_5() -> None:
+    """Scorer 1's hand set holds the malformed-bounds cases; both scorers call them invalid."""
+    cases = [c for c in hand_cases() if c["response"]["bounds"] is not None
+             and c["expected"]["outcome"] == "invalid"]
+    statuses = {c["response"]["status"] for c in cases}
+    assert {"abstain", "answer"} <= statuses
+    assert any(c["oracle"].get("bounds") is None for c in cases)
+    for c in cases:
+        assert score_dict(c["oracle"], c["response"])["outcome"] == "invalid"
+        assert second_score(c["oracle"], c["response"])["outcome"] == "invalid"

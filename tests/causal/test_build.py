@@ -13,7 +13,7 @@ from rungbench.causal.leaks import scan_bench
 from rungbench.causal.records import PrivateOracle, PublicCase
 from rungbench.causal.splits import HELD_OUT, split_seed, world_plan
 from rungbench.errors import Refusal
-from rungbench.evidence.canonical import file_digest
+from rungbench.evidence.canonical import file_digest, is_digest
 
 
 def _digests(root: pathlib.Path) -> dict[str, str]:
@@ -55,14 +55,55 @@ def test_public_family_never_gives_away_non_identifiability(dev: pathlib.Path) -
     assert non_id_families <= id_families
 
 
+_BOTH_SIDES = {
+    "public/cases.jsonl", "public/manifest.json", "public/schemas/public_case.schema.json",
+    "private/oracle.jsonl", "private/worlds.jsonl", "private/manifest.json",
+}
+
+
 def test_same_seed_is_byte_identical(dev: pathlib.Path, tmp_path: pathlib.Path) -> None:
     """Building the same split with the same seed twice gives identical file digests."""
     again = tmp_path / "again"
     build_split("dev", 16, 5, again)
+    assert set(_digests(dev)) >= _BOTH_SIDES
     assert _digests(again) == _digests(dev)
     other = tmp_path / "other"
     build_split("dev", 16, 6, other)
-    assert _digests(other)["public/cases.jsonl"] != _digests(dev)["public/cases.jsonl"]
+    for name in ("public/cases.jsonl", "private/oracle.jsonl", "private/worlds.jsonl"):
+        assert _digests(other)[name] != _digests(dev)[name]
+
+
+def test_test_split_rebuild_is_byte_identical(tmp_path: pathlib.Path) -> None:
+    """A test split (held-out families included) rebuilt in a fresh directory: same digests."""
+    first, second = tmp_path / "a" / "bench", tmp_path / "b" / "bench"
+    build_split("test", 16, 8, first)
+    build_split("test", 16, 8, second)
+    a, b = _digests(first), _digests(second)
+    assert set(a) >= _BOTH_SIDES
+    assert a == b
+    assert all(is_digest(d) for d in a.values())
+
+
+def _structures(bench: pathlib.Path) -> set[str]:
+    rows = (bench / "private" / "worlds.jsonl").read_text().splitlines()
+    return {json.loads(t)["structure"] for t in rows}
+
+
+def test_built_test_split_holds_out_families_absent_from_dev(
+    dev: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """On real builds: test has front-door and M-bias worlds; dev and validation have none."""
+    build_split("validation", 16, 5, tmp_path / "val")
+    build_split("test", 16, 5, tmp_path / "test")
+    assert not _structures(dev) & set(HELD_OUT)
+    assert not _structures(tmp_path / "val") & set(HELD_OUT)
+    assert set(HELD_OUT) <= _structures(tmp_path / "test")
+    assert scan_bench(tmp_path / "val").ok and scan_bench(tmp_path / "test").ok
+    oracles = [json.loads(t) for t in (dev / "private" / "oracle.jsonl").read_text().splitlines()]
+    assert not {o["structure"] for o in oracles} & set(HELD_OUT)
+    dev_worlds = set(json.loads((dev / "public" / "manifest.json").read_text())["world_ids"])
+    test_worlds = json.loads((tmp_path / "test" / "public" / "manifest.json").read_text())
+    assert not dev_worlds & set(test_worlds["world_ids"])
 
 
 def test_every_built_family_and_item_type_present(tmp_path: pathlib.Path) -> None:
@@ -129,3 +170,28 @@ def test_bad_world_count_is_refused(tmp_path: pathlib.Path) -> None:
     with pytest.raises(Refusal) as exc:
         build_split("dev", 0, 1, tmp_path / "x")
     assert exc.value.codes == ("bad_request",)
+
+
+@pytest.mark.parametrize("where", ["manifest", "notes"])
+def test_leak_scan_reads_every_public_file(
+    dev: pathlib.Path, tmp_path: pathlib.Path, where: str
+) -> None:
+    """A split seed in the public manifest, or a world seed in a stray text file, is found."""
+    import shutil
+
+    bench = tmp_path / "b"
+    shutil.copytree(dev, bench)
+    private = json.loads((bench / "private" / "manifest.json").read_text())
+    if where == "manifest":
+        path = bench / "public" / "manifest.json"
+        doc = json.loads(path.read_text())
+        doc["note"] = f"built from {private['split_seed']}"
+        path.write_text(json.dumps(doc))
+    else:
+        world = json.loads((bench / "private" / "worlds.jsonl").read_text().splitlines()[0])
+        path = bench / "public" / "notes.txt"
+        path.write_text(f"first world drawn from seed {world['seed']}\n")
+    report = scan_bench(bench)
+    assert not report.ok
+    assert {f.kind for f in report.findings} == {"secret"}
+    assert all(f.where == str(path) for f in report.findings)

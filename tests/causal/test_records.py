@@ -8,6 +8,8 @@ import pathlib
 import pytest
 from pydantic import ValidationError
 
+from rungbench.causal.build import build_split
+from rungbench.causal.evaluate import evaluate
 from rungbench.causal.records import (
     RECORDS_VERSION,
     SCHEMA_MODELS,
@@ -41,3 +43,28 @@ def test_agent_response_rejects_unknown_status_and_extra_fields() -> None:
         AgentResponse.model_validate({**base, "status": "maybe"})
     with pytest.raises(ValidationError):
         AgentResponse.model_validate({**base, "secret": 1})
+
+
+def test_exported_schemas_describe_the_written_records(tmp_path: pathlib.Path) -> None:
+    """Each written record carries every required schema field, no other, and the version."""
+    bench, run = tmp_path / "bench", tmp_path / "run"
+    build_split("dev", 3, 4, bench)
+    evaluate(bench, "reference:oracle", run)
+    schemas = json_schemas()
+    exported = {p.name: json.loads(p.read_text()) for p in (bench / "public" / "schemas").iterdir()}
+    assert exported == {f"{n}.schema.json": s for n, s in schemas.items()}
+    written = {
+        "public_case": (bench / "public" / "cases.jsonl").read_text().splitlines(),
+        "private_oracle": (bench / "private" / "oracle.jsonl").read_text().splitlines(),
+        "agent_response": (run / "responses.jsonl").read_text().splitlines(),
+        "run_manifest": [(run / "run_manifest.json").read_text()],
+    }
+    for name, lines in written.items():
+        schema = schemas[name]
+        assert schema["properties"]["version"]["default"] == RECORDS_VERSION
+        assert lines
+        for text in lines:
+            record = json.loads(text)
+            assert set(schema.get("required", [])) <= set(record) <= set(schema["properties"])
+            assert record["version"] == RECORDS_VERSION
+    assert schemas["tool_event"]["properties"]["version"]["default"] == RECORDS_VERSION

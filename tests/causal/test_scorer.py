@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rungbench.causal.records import AgentResponse, PrivateOracle
-from rungbench.causal.scorer import load_oracles, score, score_dict, score_file, score_lines
+from rungbench.causal.scorer import (
+    load_oracles,
+    parse_response_line,
+    score,
+    score_dict,
+    score_file,
+    score_lines,
+)
 from rungbench.errors import InputError
 
 
@@ -216,3 +223,37 @@ def test_structure_division_by_zero_gives_zero() -> None:
     both_empty = score_dict(empty_truth, _resp("d2", edges=[]))
     assert both_empty["outcome"] == "correct"
     assert both_empty["structure"]["precision"] == 0.0 == both_empty["structure"]["recall"]
+
+
+_BOUNDS_ITEM = _item("b1", item_type="cf_no_mechanism", rung=3, bounds=[0.2, 0.6])
+_VALUE_ITEM = _item("c1", value=0.5)
+
+
+@pytest.mark.parametrize("oracle", [_BOUNDS_ITEM, _VALUE_ITEM, _CHAIN, _EXPERIMENT, _DECISION],
+                         ids=lambda o: o["case_id"])
+@pytest.mark.parametrize("status", ["answer", "not_identifiable", "abstain", "need_info"])
+@pytest.mark.parametrize("bounds", [[0.6, 0.2], [-0.1, 0.5], [0.3, 1.2]])
+def test_malformed_bounds_are_invalid_anywhere(
+    oracle: dict[str, Any], status: str, bounds: list[float]
+) -> None:
+    """Convention 5: reversed or out-of-range bounds are invalid under any status, on any item."""
+    fields = {"status": status, "bounds": bounds, "value": 0.5, "confidence": 0.7,
+              "edges": [["A", "B"]], "experiment": "exp_a", "action": "set_swap"}
+    v = score_dict(oracle, _resp(oracle["case_id"], **fields))
+    assert v["outcome"] == "invalid" and "not an interval in [0, 1]" in v["error"]
+    assert all(v[k] is None for k in ("abs_error", "brier", "structure", "decision_regret",
+                                      "info_regret"))
+    fine = score_dict(oracle, _resp(oracle["case_id"], **{**fields, "bounds": [0.2, 0.6]}))
+    assert fine["outcome"] != "invalid"
+
+
+def test_malformed_bounds_line_names_line_and_field() -> None:
+    """In a response file, a reversed-bounds abstention is invalid naming its line; rest scored."""
+    oracles = {"c1": _oracle("c1")}
+    lines = [_line("c1", status="abstain", bounds=[0.6, 0.2]), _line("c1", value=0.5)]
+    scored = score_lines(lines, oracles, "r.jsonl")
+    assert [s.verdict.outcome for s in scored] == ["invalid", "correct"]
+    assert (scored[0].verdict.error or "").startswith("r.jsonl:1: bounds [0.6, 0.2]")
+    with pytest.raises(InputError) as exc:
+        parse_response_line(lines[0], 1, oracles, "r.jsonl")
+    assert exc.value.field == "bounds" and exc.value.line == 1

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
+import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
+from rungbench.causal import agreement
+from rungbench.causal.scorer import score_dict
 from rungbench.cli.causal_bench import demo_stage, register
 
 app = typer.Typer()
@@ -28,6 +33,7 @@ def test_build_eval_report_audit_round_trip(tmp_path: Path) -> None:
     built = _json(["build", "--split", "dev", "--worlds", "8", "--seed", "3",
                    "--out", str(bench)])
     assert built["leak_scan"]["ok"] and built["n_worlds"] == 8
+    assert stat.S_IMODE((bench / "private").stat().st_mode) == 0o700
     ev = _json(["eval", "--bench", str(bench), "--agent", "reference:oracle", "--out", str(run)])
     assert ev["outcomes"]["correct"] + ev["outcomes"]["correct_non_id"] == ev["n"]
     rep = _json(["report", "--run", str(run)])
@@ -95,3 +101,98 @@ def test_score_names_bad_lines(tmp_path: Path) -> None:
     human = CliRunner().invoke(app, ["score", "--bench", str(bench), "--responses",
                                      str(responses), "--out", str(tmp_path / "s2")])
     assert human.exit_code == 0 and "invalid line 2" in human.stdout
+
+
+def _small_bench(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A 4-world dev bench and the oracle agent's response lines for it."""
+    bench, run = tmp_path / "bench", tmp_path / "oracle_run"
+    _json(["build", "--split", "dev", "--worlds", "4", "--seed", "2", "--out", str(bench)])
+    _json(["eval", "--bench", str(bench), "--agent", "reference:oracle", "--out", str(run)])
+    return bench, (run / "responses.jsonl").read_text().splitlines()
+
+
+def test_score_counts_every_kind_of_bad_line(tmp_path: Path) -> None:
+    """`score`: each bad line is invalid, named by its line; the rest is scored; exit 0."""
+    bench, lines = _small_bench(tmp_path)
+    first = json.loads(lines[0])
+    bad = {
+        3: "{broken",
+        5: json.dumps({k: v for k, v in first.items() if k != "arm"}),
+        7: json.dumps({**first, "case_id": "w-unknown"}),
+        9: json.dumps({**first, "value": -0.25}),
+        11: json.dumps({**first, "status": "abstain", "bounds": [0.9, 0.1]}),
+    }
+    out = list(lines)
+    for n in sorted(bad):
+        out.insert(n - 1, bad[n])
+    responses = tmp_path / "mine.jsonl"
+    responses.write_text("\n".join(out) + "\n")
+    doc = _json(["score", "--bench", str(bench), "--responses", str(responses),
+                 "--out", str(tmp_path / "scored")])
+    assert doc["n"] == len(out) and doc["outcomes"]["invalid"] == len(bad)
+    assert doc["outcomes"]["correct"] + doc["outcomes"]["correct_non_id"] == len(lines)
+    assert doc["missing"] == 0
+    named = {b["line"]: b["error"] for b in doc["invalid_lines"]}
+    assert sorted(named) == sorted(bad)
+    for n, needle in ((3, "malformed JSON"), (5, "'arm'"), (7, "unknown case id 'w-unknown'"),
+                      (9, "value -0.25 outside [0, 1]"), (11, "bounds [0.9, 0.1]")):
+        assert f"mine.jsonl:{n}: " in named[n] and needle in named[n], named[n]
+    human = CliRunner().invoke(app, ["score", "--bench", str(bench), "--responses",
+                                     str(responses), "--out", str(tmp_path / "s2")])
+    assert human.exit_code == 0
+    for n in bad:
+        assert f"invalid line {n}:" in human.stdout
+
+
+def test_eval_and_score_input_errors_exit_1(tmp_path: Path) -> None:
+    """Unknown agent, corrupt case or oracle line, unreadable responses: one line, exit 1."""
+    bench, lines = _small_bench(tmp_path)
+    unknown = CliRunner().invoke(app, ["eval", "--bench", str(bench), "--agent",
+                                       "reference:psychic", "--out", str(tmp_path / "r")])
+    assert unknown.exit_code == 1 and unknown.stdout == ""
+    message = " ".join(unknown.stderr.split())
+    assert "unknown agent 'reference:psychic'" in message and "reference:oracle" in message
+    missing = CliRunner().invoke(app, ["score", "--bench", str(bench), "--responses",
+                                       str(tmp_path / "absent.jsonl"), "--out",
+                                       str(tmp_path / "r2"), "--json"])
+    assert missing.exit_code == 1
+    assert json.loads(missing.stdout)["error"] == "input_error"
+    for side, name, call in (("public", "cases.jsonl", "eval"), ("private", "oracle.jsonl",
+                                                                 "score")):
+        broken = tmp_path / f"broken_{side}"
+        shutil.copytree(bench, broken)
+        path = broken / side / name
+        rows = path.read_text().splitlines()
+        path.write_text("\n".join([rows[0], '{"case_id": 3}', *rows[1:]]) + "\n")
+        responses = tmp_path / "responses.jsonl"
+        responses.write_text("\n".join(lines) + "\n")
+        args = (["eval", "--agent", "reference:oracle"] if call == "eval"
+                else ["score", "--responses", str(responses)])
+        result = CliRunner().invoke(app, [*args, "--bench", str(broken), "--out",
+                                          str(tmp_path / f"run_{side}"), "--json"])
+        assert result.exit_code == 1, result.output
+        doc = json.loads(result.stdout)
+        assert doc["error"] == "input_error" and f"{name}:2:" in doc["message"]
+
+
+def test_scorer_agreement_passes_and_prints_disagreements(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Real scorers agree (exit 0); a skewed scorer 2's disagreements print both verdicts."""
+    result = CliRunner().invoke(app, ["scorer-agreement", "--n", "200", "--json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 and doc["pass"]
+    assert doc["hand"]["rate"] == 1.0 and doc["generated"]["rate"] >= 0.99
+
+    def skewed() -> Any:
+        def score(o: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+            v = score_dict(o, r)
+            return {**v, "outcome": "wrong"} if v["outcome"] == "abstain" else v
+        return score
+
+    monkeypatch.setattr(agreement, "_second_scorer", skewed)
+    human = CliRunner().invoke(app, ["scorer-agreement", "--n", "50"])
+    assert human.exit_code == 1
+    assert "agreement FAIL" in human.stdout
+    assert "'outcome': 'abstain'" in human.stdout and "'outcome': 'wrong'" in human.stdout
+    assert "first=" in human.stdout and "second=" in human.stdout

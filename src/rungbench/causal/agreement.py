@@ -126,6 +126,9 @@ def _perturb(o: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         r["value"] = options[kind - 1]
     if rng.random() < 0.6:
         r["confidence"] = float(np.round(rng.random(), 3)) if rng.random() < 0.95 else 1.2
+    if rng.random() < 0.05:
+        # Malformed bounds on any item under any status (CONTRACTS §3 convention 5).
+        r["bounds"] = [0.7, 0.3] if rng.random() < 0.5 else [-0.1, 0.5]
     return r
 
 

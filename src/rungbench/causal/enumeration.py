@@ -153,7 +153,9 @@ class Enumerator:
         prior = np.bincount(key, weights=self.weight, minlength=size)
         post = np.bincount(key, weights=self.weight * ev, minlength=size) / p_e
         reweight = self.weight * (post[key] / prior[key])
-        return float(reweight @ self.mask(self.solve(do), target))
+        # The reweighted masses sum to 1 only up to rounding (one ulp above it was
+        # seen, e.g. 1.0000000000000002): clip the probability into [0, 1].
+        return min(1.0, max(0.0, float(reweight @ self.mask(self.solve(do), target))))
 
     def joint_counterfactual(self, events: list[tuple[Mapping[str, DoValue],
                                                       Mapping[str, int]]]) -> float:

@@ -26,7 +26,7 @@ from rungbench.causal.records import (
     RunManifest,
 )
 from rungbench.causal.reference_agents import SIGNATURES, CaseAgent, reference_agent
-from rungbench.causal.scorer import ScoredLine, load_oracles, score_file
+from rungbench.causal.scorer import ScoredLine, load_oracles, score_lines
 from rungbench.causal.taxonomy import failure_labels
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest
@@ -124,12 +124,24 @@ def _module_digest(module: ModuleType) -> str:
 
 
 def score_run(
-    bench: pathlib.Path, run: pathlib.Path, agent_name: str
+    bench: pathlib.Path, run: pathlib.Path, agent_name: str,
+    source: pathlib.Path | None = None,
 ) -> dict[str, Any]:
-    """Score ``run/responses.jsonl`` against the bench's private oracle; write verdicts."""
+    """Score ``run/responses.jsonl`` against the bench's private oracle; write verdicts.
+
+    Bad lines are named by ``source`` (the file the responses were copied from,
+    when given) and their line number, so errors point at the caller's file.
+    """
     _, oracle_path, manifest_path = bench_paths(bench)
     oracles = load_oracles(oracle_path)
-    scored = score_file(run / "responses.jsonl", oracles)
+    name = str(source or run / "responses.jsonl")
+    try:
+        text = (run / "responses.jsonl").read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 at byte {exc.start}", path=name) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read responses: {exc.strerror}", path=name) from exc
+    scored = score_lines(text.splitlines(), oracles, name)
     rows = verdict_rows(scored, oracles)
     answered = {s.verdict.case_id for s in scored}
     missing = sorted(set(oracles) - answered)
@@ -176,7 +188,7 @@ def score_responses(
         raise InputError(f"cannot read responses: {exc.strerror}", path=str(responses)) from exc
     run.mkdir(parents=True, exist_ok=True)
     (run / "responses.jsonl").write_bytes(data)
-    return score_run(bench, run, arm)
+    return score_run(bench, run, arm, source=responses)
 
 
 def evaluate(

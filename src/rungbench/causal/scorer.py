@@ -8,10 +8,11 @@ still scored.
 
 Conventions of CONTRACTS §3 "Conventions" implemented here: a numeric field
 that is not a JSON number (the string ``"0.374"``, ``true``) is ``invalid``;
-structure metrics, decision regret and information regret are reported
-whenever the response carries their payload, whatever the status (the status
-only picks the outcome); precision with no claimed edges and recall with no
-true edges are 0.
+malformed bounds (reversed, or an end outside [0, 1]) are ``invalid`` whatever
+the status and whatever the item asks for; structure metrics, decision regret
+and information regret are reported whenever the response carries their
+payload, whatever the status (the status only picks the outcome); precision
+with no claimed edges and recall with no true edges are 0.
 """
 
 from __future__ import annotations
@@ -61,6 +62,20 @@ def within(a: float, b: float, tol: float) -> bool:
 
 def _in_unit(x: float) -> bool:
     return math.isfinite(x) and 0.0 <= x <= 1.0
+
+
+def bounds_error(bounds: tuple[float, float] | None) -> str | None:
+    """Why ``bounds`` are malformed (reversed, or an end outside [0, 1]), or None.
+
+    CONTRACTS §3 "Conventions": malformed bounds are ``invalid`` wherever they
+    appear, whatever the status and whether or not the item asks for bounds.
+    """
+    if bounds is None:
+        return None
+    lo, hi = bounds
+    if _in_unit(lo) and _in_unit(hi) and lo <= hi:
+        return None
+    return f"bounds {list(bounds)!r} not an interval in [0, 1]"
 
 
 def _invalid(case_id: str, why: str) -> Verdict:
@@ -165,11 +180,7 @@ def _answer_fields_error(oracle: PrivateOracle, r: AgentResponse) -> str | None:
         known = r.experiment in oracle.eig_bits
         return None if known else f"unknown experiment {r.experiment!r}"
     if oracle.bounds is not None:
-        if r.bounds is None:
-            return "answer without bounds on a bounds item"
-        lo, hi = r.bounds
-        ok = _in_unit(lo) and _in_unit(hi) and lo <= hi
-        return None if ok else f"bounds {list(r.bounds)!r} not an interval in [0, 1]"
+        return "answer without bounds on a bounds item" if r.bounds is None else None
     return None if r.value is not None else "answer without a value"
 
 
@@ -214,6 +225,9 @@ def score(oracle: PrivateOracle, response: AgentResponse) -> Verdict:
         return _invalid(cid, f"value {response.value!r} outside [0, 1]")
     if response.confidence is not None and not _in_unit(response.confidence):
         return _invalid(cid, f"confidence {response.confidence!r} outside [0, 1]")
+    malformed = bounds_error(response.bounds)
+    if malformed is not None:
+        return _invalid(cid, malformed)
     choice = _choice_error(oracle, response)
     if choice is not None:
         return _invalid(cid, choice)
@@ -289,6 +303,9 @@ def parse_response_line(
         value = getattr(response, name)
         if value is not None and not _in_unit(value):
             raise InputError(f"{name} {value!r} outside [0, 1]", path=path, line=line, field=name)
+    malformed = bounds_error(response.bounds)
+    if malformed is not None:
+        raise InputError(malformed, path=path, line=line, field="bounds")
     return response
 
 
