@@ -23,6 +23,7 @@ Stage = Callable[[Path, bool], dict[str, Any]]
 def _stages() -> list[tuple[str, Stage]]:
     from rungbench.cli.causal import demo_stage as causal_stage
     from rungbench.cli.causal_bench import demo_stage as causal_bench_stage
+    from rungbench.cli.chess import demo_stage as label_stage
     from rungbench.cli.chess_census import demo_stage as census_stage
     from rungbench.cli.evidence import demo_stage as evidence_stage
     from rungbench.cli.run import demo_stage as run_stage
@@ -34,6 +35,7 @@ def _stages() -> list[tuple[str, Stage]]:
         ("causal oracle validation (causal)", causal_stage),
         ("causal benchmark build, eval, report (causal)", causal_bench_stage),
         ("LLM Chess replay and A104 census (chess)", census_stage),
+        ("engine-blind pool, leakage gate, two-pass Stockfish labels (chess)", label_stage),
         ("resumable runner through the real openai client on loopback (execute)", run_stage),
     ]
 

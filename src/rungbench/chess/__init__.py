@@ -1,0 +1,1 @@
+"""Chess domain: positions, the engine-blind pool, cohorts, the leakage gate and labelling."""

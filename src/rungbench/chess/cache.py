@@ -1,0 +1,196 @@
+"""Immutable search cache records.
+
+Seed 002, "A resumable process that cannot publish half a result".
+
+One record per (engine identity, options, nodes, FEN, role, pass), stored as canonical
+JSON in the evidence store; an index file maps the digest of the key to the record's
+digest. Before reuse every record is revalidated: its bytes hash to its name, its
+schema, engine identity, FEN, pass and role are the expected ones, every candidate
+move and every move of its full PV is legal, and its payload digest matches. A
+record failing any check is moved to quarantine and never reused.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import chess
+from rungbench.chess.workspace import Workspace, write_canonical
+from rungbench.errors import InputError, IntegrityError
+from rungbench.evidence.canonical import (
+    bytes_digest,
+    canonical_bytes,
+    digest,
+    is_digest,
+    loads_canonical,
+)
+
+RECORD_SCHEMA = "rungbench.chess.search/1"
+"""Schema name and version of a cache record."""
+
+Pass = Literal["A", "B"]
+"""The two registered passes."""
+
+PASSES: tuple[Pass, ...] = ("A", "B")
+"""Both passes, in order."""
+
+ROLE = "label"
+"""Role of the searches this stage runs (the engine is proposer and classifier here)."""
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Everything a search result depends on."""
+
+    engine: str
+    """Digest of the engine identity (binary, name, bench, options)."""
+    contract: dict[str, Any]
+    """The search contract (nodes, threads, hash, multipv)."""
+    fen: str
+    """Full FEN given to the engine (move counters included)."""
+    pass_: Pass
+    """Pass name."""
+    role: str = ROLE
+    """What the search is for."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the key as recorded inside the record."""
+        return {"engine": self.engine, "contract": self.contract, "fen": self.fen,
+                "pass": self.pass_, "role": self.role}
+
+    @property
+    def digest(self) -> str:
+        """Digest of the key (names the index entry)."""
+        return digest(self.to_json())
+
+
+def make_record(key: CacheKey, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the cache record of one search."""
+    payload = {"lines": lines}
+    return {"schema": RECORD_SCHEMA, "key": key.to_json(), "payload": payload,
+            "payload_digest": digest(payload)}
+
+
+def _pv_problem(board: chess.Board, line: dict[str, Any]) -> str | None:
+    replay = board.copy(stack=False)
+    for ply, uci in enumerate(line["pv"]):
+        try:
+            move = chess.Move.from_uci(uci)
+        except ValueError:
+            return f"rank {line['rank']}: malformed PV move {uci!r}"
+        if move not in replay.legal_moves:
+            return f"rank {line['rank']}: PV move {ply + 1} {uci!r} is illegal"
+        replay.push(move)
+    return None
+
+
+def record_problems(record: Any, key: CacheKey) -> list[str]:
+    """Return every reason ``record`` may not be reused for ``key`` (empty: valid)."""
+    if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
+        return ["schema"]
+    problems: list[str] = []
+    recorded = record.get("key", {})
+    expected = key.to_json()
+    for part in ("engine", "contract", "fen", "pass", "role"):
+        if recorded.get(part) != expected[part]:
+            problems.append(f"key.{part}")
+    payload = record.get("payload")
+    if record.get("payload_digest") != digest(payload):
+        problems.append("payload_digest")
+    if problems or not isinstance(payload, dict):
+        return problems or ["payload"]
+    board = chess.Board(key.fen)
+    legal = {m.uci() for m in board.legal_moves}
+    for rank, line in enumerate(payload.get("lines", []), start=1):
+        if line.get("rank") != rank or line.get("uci") not in legal or line["pv"][:1] != [
+            line["uci"]
+        ]:
+            problems.append(f"rank {rank}: candidate {line.get('uci')!r} not legal at rank")
+            continue
+        pv = _pv_problem(board, line)
+        if pv:
+            problems.append(pv)
+    return problems
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Outcome of looking a key up in the cache."""
+
+    record: dict[str, Any] | None
+    """The valid record, or None when absent or rejected."""
+    record_digest: str | None
+    """Its digest in the store."""
+    rejected: list[str]
+    """Why a present record was rejected (empty when valid or absent)."""
+
+
+class SearchCache:
+    """The workspace's cache of search records."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.store = workspace.store
+
+    def index_path(self, key: CacheKey) -> Path:
+        """Return the index file of ``key``."""
+        return self.workspace.index_dir / f"{key.digest[7:]}.json"
+
+    def lookup(self, key: CacheKey) -> Lookup:
+        """Return the revalidated record of ``key``; quarantine it when it fails."""
+        path = self.index_path(key)
+        if not path.is_file():
+            return Lookup(None, None, [])
+        record_digest: str | None = None
+        try:
+            entry = loads_canonical(path.read_bytes(), path=str(path))
+            if not isinstance(entry, dict) or entry.get("key") != key.digest:
+                raise InputError("index entry names another key", path=str(path))
+            record_digest = str(entry["record"])
+            record = self.store.get_json(record_digest)
+        except (InputError, IntegrityError, KeyError) as exc:
+            self._quarantine(path, record_digest)
+            return Lookup(None, None, [f"unreadable: {exc}"])
+        try:
+            problems = record_problems(record, key)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            problems = [f"malformed: {exc!r}"]
+        if problems:
+            self._quarantine(path, record_digest)
+            return Lookup(None, None, problems)
+        return Lookup(record, record_digest, [])
+
+    def put(self, key: CacheKey, record: dict[str, Any]) -> str:
+        """Store ``record`` and point the index at it; return its digest.
+
+        A corrupt object already sitting under the same name is quarantined first,
+        because the store's idempotent put would otherwise keep the bad bytes.
+        """
+        data = canonical_bytes(record)
+        record_digest = bytes_digest(data)
+        if self.store.has(record_digest):
+            try:
+                self.store.get_bytes(record_digest)
+            except IntegrityError:
+                self._quarantine_object(record_digest)
+        self.store.put_bytes(data)
+        write_canonical(self.index_path(key), {"key": key.digest, "record": record_digest})
+        return record_digest
+
+    def _quarantine(self, index_path: Path, record_digest: str | None) -> None:
+        """Move a rejected index entry (and the object it names) out of reach."""
+        qdir = self.workspace.quarantine_dir
+        qdir.mkdir(parents=True, exist_ok=True)
+        os.replace(index_path, qdir / f"index-{index_path.name}")
+        if record_digest is not None and is_digest(record_digest):
+            self._quarantine_object(record_digest)
+
+    def _quarantine_object(self, record_digest: str) -> None:
+        qdir = self.workspace.quarantine_dir
+        qdir.mkdir(parents=True, exist_ok=True)
+        obj = self.store.path_for(record_digest)
+        if obj.exists():
+            os.replace(obj, qdir / f"object-{record_digest[7:]}")

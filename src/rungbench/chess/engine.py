@@ -1,0 +1,212 @@
+"""The labelling engine through python-chess UCI (seed 002, "Two passes, one narrow question").
+
+Identity = the binary's sha256 + its ``id name`` + its ``bench`` node signature +
+every UCI option with the value in force. The search contract is Threads=1,
+Hash=256 MB, ``UCI_ShowWDL``, MultiPV 10 through ``analyse(..., multipv=10)`` (MultiPV
+cannot be set through ``configure``), a node limit (50,000 by default), and a
+``Clear Hash`` before every uncached position. WDL is the engine's own report; it is
+never converted from centipawns.
+
+Every engine process this package starts goes through :func:`start_uci` or
+:func:`run_bench`, so a test can prove that a refusal came before any of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import chess.engine
+
+import chess
+from rungbench.chess.workspace import Workspace, read_json, write_canonical
+from rungbench.errors import RungbenchError
+from rungbench.evidence.canonical import digest
+
+DEFAULT_ENGINE = Path("/usr/games/stockfish")
+"""Debian's Stockfish (DESIGN.md, "External parts")."""
+
+DEFAULT_NODES = 50_000
+"""Seed 002's fixed node budget per search."""
+
+_BENCH_RE = re.compile(r"Nodes searched\s*:\s*(\d+)")
+
+
+class EngineError(RungbenchError):
+    """Raised when the engine cannot be started or answers outside the UCI contract."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The registered search contract."""
+
+    path: Path = DEFAULT_ENGINE
+    """Engine binary."""
+    nodes: int = DEFAULT_NODES
+    """Node limit of every search."""
+    threads: int = 1
+    """UCI Threads (1: node-limited searches repeat bit for bit with a cleared hash)."""
+    hash_mb: int = 256
+    """UCI Hash in MB."""
+    multipv: int = 10
+    """Lines per search, passed to ``analyse``."""
+
+    def uci_options(self) -> dict[str, int | bool]:
+        """Return the options set through ``configure``."""
+        return {"Threads": self.threads, "Hash": self.hash_mb, "UCI_ShowWDL": True}
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the contract as recorded in every cache key."""
+        return {"path": str(self.path), "nodes": self.nodes, "threads": self.threads,
+                "hash_mb": self.hash_mb, "multipv": self.multipv}
+
+
+@dataclass(frozen=True)
+class EngineIdentity:
+    """Who answered: binary, name, bench signature and every option."""
+
+    sha256: str
+    """``sha256:`` of the binary's bytes."""
+    name: str
+    """The engine's ``id name``."""
+    bench_nodes: int
+    """``Nodes searched`` printed by ``<binary> bench`` (the release signature)."""
+    options: dict[str, Any]
+    """Every UCI option: type, default and the value in force."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the identity as a JSON-ready mapping."""
+        return {"sha256": self.sha256, "name": self.name, "bench_nodes": self.bench_nodes,
+                "options": self.options}
+
+    @property
+    def digest(self) -> str:
+        """Digest of the identity."""
+        return digest(self.to_json())
+
+
+def binary_digest(path: Path) -> str:
+    """Return ``sha256:`` of the engine binary."""
+    if not path.is_file():
+        raise EngineError(f"engine binary {path} does not exist")
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_bench(path: Path) -> int:
+    """Run ``<binary> bench`` and return its ``Nodes searched`` count."""
+    done = subprocess.run([str(path), "bench"], capture_output=True, text=True, check=False,
+                          timeout=600)
+    found = _BENCH_RE.findall(done.stdout + done.stderr)
+    if done.returncode != 0 or not found:
+        raise EngineError(f"{path} bench exited {done.returncode} without 'Nodes searched'")
+    return int(found[-1])
+
+
+_BENCH_MEMO: dict[str, int] = {}
+
+
+def bench_signature(path: Path, sha256: str, workspace: Workspace) -> int:
+    """Return the bench signature of the binary hashing to ``sha256``, cached per binary.
+
+    The signature is a property of the binary, so it is computed once per binary and
+    process and recorded in the workspace (``cache/bench/<hex>.json``).
+    """
+    cached = workspace.root / "cache" / "bench" / f"{sha256[7:]}.json"
+    if sha256 not in _BENCH_MEMO and cached.is_file():
+        record = read_json(cached)
+        if isinstance(record, dict) and record.get("sha256") == sha256:
+            _BENCH_MEMO[sha256] = int(record["bench_nodes"])
+    if sha256 not in _BENCH_MEMO:
+        _BENCH_MEMO[sha256] = run_bench(path)
+    if not cached.is_file():
+        write_canonical(cached, {"sha256": sha256, "bench_nodes": _BENCH_MEMO[sha256]})
+    return _BENCH_MEMO[sha256]
+
+
+def start_uci(config: EngineConfig) -> chess.engine.SimpleEngine:
+    """Start one engine process and apply the registered options."""
+    try:
+        engine = chess.engine.SimpleEngine.popen_uci(str(config.path))
+    except (OSError, chess.engine.EngineError) as exc:
+        raise EngineError(f"cannot start {config.path}: {exc}") from exc
+    missing = [o for o in (*config.uci_options(), "Clear Hash") if o not in engine.options]
+    if missing:
+        engine.quit()
+        raise EngineError(f"{config.path} lacks UCI options {missing}")
+    engine.configure(config.uci_options())
+    return engine
+
+
+def options_in_force(engine: chess.engine.SimpleEngine, config: EngineConfig) -> dict[str, Any]:
+    """Return every UCI option with its type, default and the value in force."""
+    configured: dict[str, Any] = dict(config.uci_options())
+    configured["MultiPV"] = config.multipv
+    out: dict[str, Any] = {}
+    for name in sorted(engine.options):
+        option = engine.options[name]
+        entry: dict[str, Any] = {"type": option.type, "default": option.default}
+        if option.type != "button":
+            entry["value"] = configured.get(name, option.default)
+        out[name] = entry
+    return out
+
+
+def identify(engine: chess.engine.SimpleEngine, config: EngineConfig,
+             workspace: Workspace) -> EngineIdentity:
+    """Return the identity of a started engine."""
+    sha = binary_digest(config.path)
+    return EngineIdentity(sha, str(engine.id.get("name", "")),
+                          bench_signature(config.path, sha, workspace),
+                          options_in_force(engine, config))
+
+
+def search(engine: chess.engine.SimpleEngine, board: chess.Board,
+           config: EngineConfig) -> list[chess.engine.InfoDict]:
+    """Clear the hash and run one node-limited MultiPV search of ``board``."""
+    # Stockfish's Clear Hash runs Search::clear(), the same reset as ucinewgame (hash,
+    # histories); sending both would clear 256 MB twice per search.
+    engine.configure({"Clear Hash": None})
+    infos = engine.analyse(board, chess.engine.Limit(nodes=config.nodes),
+                           multipv=config.multipv, info=chess.engine.INFO_ALL)
+    return list(infos)
+
+
+def score_json(score: chess.engine.Score) -> dict[str, int]:
+    """Return a root-perspective score as ``{"cp": n}`` or ``{"mate": n}``."""
+    mate = score.mate()
+    if mate is not None:
+        return {"mate": int(mate)}
+    return {"cp": int(score.score())}  # type: ignore[arg-type]
+
+
+def is_forcing(board: chess.Board, move: chess.Move) -> bool:
+    """Return whether ``move`` is a capture, a check or a promotion."""
+    return bool(board.is_capture(move) or board.gives_check(move) or move.promotion)
+
+
+def line_json(board: chess.Board, info: chess.engine.InfoDict, rank: int) -> dict[str, Any]:
+    """Return one MultiPV line as recorded: move, SAN, score, WDL, statistics and full PV."""
+    pv = info.get("pv") or []
+    wdl = info.get("wdl")
+    score = info.get("score")
+    if not pv or wdl is None or score is None:
+        raise EngineError(f"line {rank} lacks pv, score or wdl (is UCI_ShowWDL on?)")
+    w = wdl.pov(board.turn)
+    return {
+        "rank": rank, "uci": pv[0].uci(), "san": board.san(pv[0]),
+        "score": score_json(score.pov(board.turn)),
+        "wdl": [int(w.wins), int(w.draws), int(w.losses)],
+        "forcing": is_forcing(board, pv[0]),
+        "search": {"depth": int(info.get("depth", 0)), "seldepth": int(info.get("seldepth", 0)),
+                   "nodes": int(info.get("nodes", 0))},
+        "pv": [m.uci() for m in pv],
+    }
+
+
+def lines_json(board: chess.Board, infos: list[chess.engine.InfoDict]) -> list[dict[str, Any]]:
+    """Return every line of a search, in MultiPV rank order."""
+    return [line_json(board, info, rank) for rank, info in enumerate(infos, start=1)]

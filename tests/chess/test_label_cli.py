@@ -1,0 +1,61 @@
+"""`rungbench chess pool/cohort/label` commands and the demo stage, through Typer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from rungbench.cli.chess import app, demo_stage
+
+RUNNER = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, Any]:
+    """Run a command with --json and return (exit code, parsed document)."""
+    result = RUNNER.invoke(app, [*args, "--json"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_cli_flow_refuses_then_qualifies(tmp_path: Path, label_data: Any) -> None:
+    """Freeze, refuse preflight (exit 3, cohort_absent), freeze cohorts, qualify, pass preflight."""
+    work = str(tmp_path / "ws")
+    code, pool = invoke("pool", "freeze", "--work", work, "--puzzle-limit", "2",
+                        "--games-limit", "2", "--reserve", "0")
+    assert code == 0 and pool["positions"] > 0 and pool["digest"].startswith("sha256:")
+    code, doc = invoke("label", "preflight", "--work", work)
+    assert code == 3 and doc["refused"] is True
+    assert {r["code"] for r in doc["reasons"]} == {"cohort_absent", "qualification_absent"}
+    code, _ = invoke("cohort", "freeze", "pilot", *map(str, label_data.pilot), "--work", work,
+                     "--terminal")
+    assert code == 0
+    code, live = invoke("cohort", "freeze", "replication", str(label_data.replication[0]),
+                        "--work", work)
+    assert code == 0 and live["terminal"] is False
+    code, doc = invoke("label", "qualify", "--work", work)
+    assert code == 3 and [r["code"] for r in doc["reasons"]] == ["cohort_not_terminal"]
+    invoke("cohort", "freeze", "replication", str(label_data.replication[0]), "--work", work,
+           "--terminal")
+    code, qual = invoke("label", "qualify", "--work", work)
+    assert code == 0 and qual["cleared"] is True
+    code, ok = invoke("label", "preflight", "--work", work)
+    assert code == 0 and ok["ok"] is True and ok["engine_opened"] is False
+
+
+def test_bad_input_exits_1_with_one_json_document(tmp_path: Path) -> None:
+    """A missing pool source is an input error: exit 1 and one JSON error document."""
+    code, doc = invoke("pool", "freeze", "--work", str(tmp_path),
+                       "--puzzles", str(tmp_path / "none.csv"))
+    assert code == 1 and doc["error"] == "input_error" and "none.csv" in doc["message"]
+
+
+def test_demo_stage_labels_and_publishes(tmp_path: Path) -> None:
+    """The demo refuses without the replication cohort, then qualifies, labels and publishes."""
+    summary = demo_stage(tmp_path, True)
+    assert "cohort_absent" in summary["refused_without_cohort"]
+    assert summary["preflight_cleared"] is True
+    assert summary["labelled"] + summary["excluded"] == summary["pool_positions"]
+    assert summary["manifest"].startswith("sha256:")
+    assert Path(summary["stage"], "manifest.json").is_file()
