@@ -17,9 +17,10 @@ from rungbench.chess.dispatch import version
 from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
 from rungbench.cli.chess_census import register
 from rungbench.errors import Refusal
+from rungbench.evidence.paths import shared_data_dir
 from rungbench.stats import clopper_pearson
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "llm_chess"
+DATA = shared_data_dir() / "llm_chess"
 AUG = DATA / "gpt-oss-20b-low_2025-08-12-15-06-46"
 JAN = DATA / "gpt-35-turbo-0301_2025-01-22"
 SCRIPT = (("board", "move"), ("list", "move"), ("junk", "move"), ("board", "list", "move"))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rungbench.chess.console import Block, Marker, tokenize
 from rungbench.chess.corpus import DASHES
 from rungbench.errors import Refusal
+from rungbench.evidence.paths import shared_data_dir
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "llm_chess"
+DATA = shared_data_dir() / "llm_chess"
 SEP = DASHES + "\n"
 CAPTURE = (
     "Proxy (to Player_Black):\n\nYour move.\nTwo lines.\n\n" + SEP

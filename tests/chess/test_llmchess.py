@@ -12,8 +12,9 @@ from rungbench.chess.console import Block, tokenize
 from rungbench.chess.corpus import split_tool_calls
 from rungbench.chess.llmchess import read_run, refuse_disagreements
 from rungbench.errors import Refusal
+from rungbench.evidence.paths import shared_data_dir
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "llm_chess"
+DATA = shared_data_dir() / "llm_chess"
 AUG = DATA / "gpt-oss-20b-low_2025-08-12-15-06-46"
 JAN = DATA / "gpt-35-turbo-0301_2025-01-22"
 COUNTERS = ("wrong_moves", "wrong_actions", "reflections_used", "get_board_count",

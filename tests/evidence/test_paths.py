@@ -1,4 +1,4 @@
-"""shared_data_dir: environment override first, then shared/data above the package or cwd."""
+"""shared_data_dir: environment override, then the bundled data/ or shared/data above."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from rungbench.evidence.paths import DATA_ENV, recorded_digests, shared_data_dir
 
 
 def test_finds_bundled_data_next_to_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the override, the data dir is X/shared/data for a checkout at X/main."""
+    """Without the override, the data dir is the repository's bundled data/ with its SOURCES.md."""
     monkeypatch.delenv(DATA_ENV, raising=False)
     found = shared_data_dir()
-    assert found.parts[-2:] == ("shared", "data")
+    assert found == (Path(__file__).resolve().parents[2] / "data").resolve()
     assert (found / "SOURCES.md").is_file()
 
 
@@ -34,7 +34,7 @@ def test_override_must_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_not_found_is_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no override and no shared/data above package or cwd, the error says so."""
+    """With no override and no data/ or shared/data above package or cwd, the error says so."""
     monkeypatch.delenv(DATA_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(paths, "__file__", str(tmp_path / "pkg" / "paths.py"))
@@ -51,6 +51,20 @@ def test_cwd_ancestor_is_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(work)
     monkeypatch.setattr(paths, "__file__", str(tmp_path / "elsewhere" / "x" / "paths.py"))
     assert shared_data_dir() == (tmp_path / "shared" / "data").resolve()
+
+
+def test_bundled_data_needs_its_sources_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A data/ folder counts only with its SOURCES.md; without it shared/data is used."""
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(paths, "__file__", str(tmp_path / "elsewhere" / "x" / "paths.py"))
+    assert shared_data_dir() == (tmp_path / "shared" / "data").resolve()
+    (tmp_path / "data" / "SOURCES.md").write_text("# sources\n")
+    assert shared_data_dir() == (tmp_path / "data").resolve()
 
 
 def test_recorded_digests_match_bundled_files(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,6 @@ import csv
 import hashlib
 import io
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from rungbench.chess.position import (
 from rungbench.chess.workspace import Workspace, read_json, write_canonical
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, file_digest
+from rungbench.evidence.paths import shared_data_dir
 
 POOL_SCHEMA = "rungbench.chess.pool/1"
 """Schema name and version of a frozen pool document."""
@@ -349,14 +349,5 @@ def stale_sources(document: Mapping[str, Any]) -> list[Reason]:
 
 
 def bundled_data_dir() -> Path:
-    """Return the bundled data directory: ``$RUNGBENCH_DATA``, else a ``data/`` or
-    ``shared/data/`` folder above this package holding the puzzle CSV."""
-    env = os.environ.get("RUNGBENCH_DATA")
-    candidates = [Path(env)] if env else []
-    for parent in Path(__file__).resolve().parents:
-        candidates += [parent / "data", parent / "shared" / "data"]
-    for candidate in candidates:
-        if (candidate / "lichess_puzzles" / "puzzles.csv").is_file():
-            return candidate
-    raise InputError("bundled data not found; set RUNGBENCH_DATA to the data directory",
-                     field="RUNGBENCH_DATA")
+    """Return the bundled data directory (see :func:`rungbench.evidence.paths.shared_data_dir`)."""
+    return shared_data_dir()

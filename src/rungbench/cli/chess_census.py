@@ -1,9 +1,14 @@
-"""`rungbench chess census` and `rungbench chess play`: A104 transcript census and game harness."""
+"""`rungbench chess census` and `rungbench chess play`: A104 transcript census and game harness.
+
+``play`` takes the agent options of ``rungbench run``: ``--agent reference:NAME`` (the
+scripted, random or engine reference agent) or ``--model openai:MODEL --base-url URL``
+(a real model through :class:`~rungbench.agents.openai_provider.OpenAIProvider`, its
+reliability failures retried in the identical request under ``--max-attempts``).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,15 +20,18 @@ from rich.table import Table
 
 from rungbench.chess.dispatch import VERSIONS, version
 from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.cli.run import DEFAULT_API_KEY_ENV, PARAM_OPTION
 from rungbench.errors import InputError
 
 if TYPE_CHECKING:  # census and harness load only when a command runs (fast start-up)
+    from rungbench.agents.protocol import Agent
     from rungbench.chess.harness import Opponent
 
-DATA = Path(os.environ.get(
-    "RUNGBENCH_LLM_CHESS_DATA",
-    Path(__file__).resolve().parents[3].parent / "shared" / "data" / "llm_chess"))
-"""Bundled public LLM Chess logs (``shared/data/llm_chess``; override with the env variable)."""
+def llm_chess_data() -> Path:
+    """Return the bundled public LLM Chess logs: ``data/llm_chess`` under the data dir."""
+    from rungbench.evidence.paths import shared_data_dir
+
+    return shared_data_dir() / "llm_chess"
 
 DEMO_SCRIPT = (("board", "move"), ("list", "move"), ("junk", "move"), ("board", "list", "move"),
                ("illegal", "toolcall", "move"), ("think",), ("reflect", "junk", "move"))
@@ -52,20 +60,37 @@ def census_cmd(
         print_census(doc)
 
 
+AGENT_HELP = "reference:NAME (scripted, random or engine); default reference:scripted."
+
+
 def play_cmd(
     out: Annotated[Path, typer.Argument(help="Folder to write the native corpus into.")],
     games: int = typer.Option(10, help="Games to play."),
-    seed: int = typer.Option(0, help="Seed of the opponent and of the scripted agent."),
+    seed: int = typer.Option(0, help="Seed of the opponent and of the reference agent."),
     colour: str = typer.Option("black", help="Colour of the agent: white or black."),
     opponent: str = typer.Option("random", help="random, or stockfish (fixed node budget)."),
     nodes: int = typer.Option(1000, help="Engine node budget per move."),
     max_plies: int = typer.Option(80, help="Half-moves after which a game stops."),
     dispatcher: str = typer.Option("llmchess-2025-08", help=f"One of {sorted(VERSIONS)}."),
     force: bool = typer.Option(False, "--force", help="Replace a corpus already in OUT."),
+    agent: str | None = typer.Option(None, "--agent", help=AGENT_HELP),
+    model: str | None = typer.Option(None, "--model", help="openai:MODEL (a real model)."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible base URL."),
+    api_key_env: str = typer.Option(
+        DEFAULT_API_KEY_ENV, "--api-key-env", help="Environment variable holding the API key."
+    ),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model request."),
+    param: list[str] = PARAM_OPTION,
+    max_attempts: int = typer.Option(
+        4, "--max-attempts", min=1, help="Attempts per model request (reliability failures)."
+    ),
+    backoff: str = typer.Option(
+        "2,8,30", "--backoff", help="Waits before attempt 2, 3, … in seconds (last repeats)."
+    ),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Play games with the reference scripted agent and write a native corpus."""
-    from rungbench.chess.harness import HarnessConfig, ScriptedAgent, play_corpus
+    """Play games with a reference agent or a real model and write a native corpus."""
+    from rungbench.chess.harness import HarnessConfig, play_corpus
 
     def action() -> dict[str, Any]:
         if (out / "manifest.json").exists() and not force:
@@ -74,19 +99,54 @@ def play_cmd(
         cfg = HarnessConfig(dispatcher=version(dispatcher),
                             agent_colour="white" if colour == "white" else "black",
                             max_plies=max_plies)
-        agent = ScriptedAgent(DEMO_SCRIPT, seed=seed)
-        with _opponent(opponent, seed, nodes) as opp, _progress(games, as_json) as tick:
-            return play_corpus(out, agent, opp, cfg, games=games, progress=tick)
+        player = _game_agent(agent, model, base_url=base_url, api_key_env=api_key_env,
+                             timeout_s=timeout, params=param, max_attempts=max_attempts,
+                             backoff=backoff, seed=seed, nodes=nodes)
+        try:
+            with _opponent(opponent, seed, nodes) as opp, _progress(games, as_json) as tick:
+                manifest = play_corpus(out, player, opp, cfg, games=games, progress=tick)
+        finally:
+            closer = getattr(player, "close", None)
+            if callable(closer):
+                closer()
+        retried = getattr(player, "retried", None)
+        return {**manifest, "agent": player.name,
+                "reliability_retries": dict(retried) if retried is not None else None}
 
     manifest = run(action, as_json=as_json)
     files: dict[str, Any] = {f["path"]: {"digest": f["digest"], "lines": f["lines"]}
                              for f in manifest["files"]}
-    summary = {"corpus": str(out), "files": files}
+    summary = {"corpus": str(out), "files": files, "agent": manifest["agent"],
+               "reliability_retries": manifest["reliability_retries"]}
     if as_json:
         emit_json(summary)
     else:
+        console.print(f"agent {summary['agent']}")
         for name, info in files.items():
             console.print(f"{name}: {info['lines']} lines, {info['digest']}")
+        if summary["reliability_retries"]:
+            console.print(f"retried reliability failures: {summary['reliability_retries']}")
+
+
+def _game_agent(agent: str | None, model: str | None, *, base_url: str | None,
+                api_key_env: str, timeout_s: float, params: list[str], max_attempts: int,
+                backoff: str, seed: int, nodes: int) -> Agent:
+    """The player named by --agent reference:NAME (default scripted) or --model openai:MODEL."""
+    from rungbench.chess.harness import RetryingAgent, reference_game_agent
+    from rungbench.chess.reference_agents import TASK
+    from rungbench.cli.run import build_agent, parse_params, seconds
+    from rungbench.execute.policy import RetryPolicy
+
+    if model is None:
+        kind, _, name = (agent or "reference:scripted").partition(":")
+        if kind != "reference" or not name:
+            raise InputError(f"--agent must be reference:NAME, got {agent!r}", field="agent")
+        return reference_game_agent(name, seed=seed, nodes=nodes, script=DEMO_SCRIPT)
+    provider = build_agent(TASK, agent=agent, model=model, base_url=base_url,
+                           api_key_env=api_key_env, timeout_s=timeout_s,
+                           params=parse_params(params))
+    return RetryingAgent(provider, RetryPolicy(max_attempts=max_attempts,
+                                               backoff_s=seconds(backoff)))
 
 
 @contextlib.contextmanager
@@ -144,7 +204,7 @@ def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
     from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
 
     out: dict[str, Any] = {}
-    for folder in sorted(p for p in DATA.iterdir() if p.is_dir()):
+    for folder in sorted(p for p in llm_chess_data().iterdir() if p.is_dir()):
         doc = census_path(folder)
         out[folder.name] = _brief(doc)
         if not as_json:

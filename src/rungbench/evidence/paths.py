@@ -1,7 +1,8 @@
 """Where the bundled data lives, and the digests its SOURCES.md records.
 
-The repository is checked out at ``X/main`` and the shared data at
-``X/shared/data``; ``RUNGBENCH_DATA`` overrides both.
+The repository bundles verbatim copies of the public data in ``data/`` (with
+``data/SOURCES.md``). A workplace checkout may also sit at ``X/main`` beside
+``X/shared/data``. ``RUNGBENCH_DATA`` overrides both.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ DATA_ENV = "RUNGBENCH_DATA"
 
 
 def shared_data_dir() -> Path:
-    """Return the ``shared/data`` directory; raise :class:`InputError` when none is found.
+    """Return the bundled data directory; raise :class:`InputError` when none is found.
 
-    Order: ``$RUNGBENCH_DATA`` (must be a directory), then ``shared/data`` under
-    any ancestor of this module, then under any ancestor of the working directory.
+    Order: ``$RUNGBENCH_DATA`` (must be a directory), then, for each ancestor of
+    this module and then of the working directory, its ``data/`` holding a
+    ``SOURCES.md`` (the repository's bundled copy) or its ``shared/data``.
     """
     override = os.environ.get(DATA_ENV)
     if override:
@@ -34,7 +36,7 @@ def shared_data_dir() -> Path:
     found = _first_data_dir(starts)
     if found is None:
         raise InputError(
-            f"no shared/data directory above {starts[0]} or {starts[1]}; set ${DATA_ENV}"
+            f"no data/ or shared/data directory above {starts[0]} or {starts[1]}; set ${DATA_ENV}"
         )
     return found
 
@@ -42,6 +44,9 @@ def shared_data_dir() -> Path:
 def _first_data_dir(starts: Iterable[Path]) -> Path | None:
     for start in starts:
         for ancestor in (start, *start.parents):
+            bundled = ancestor / "data"
+            if (bundled / "SOURCES.md").is_file():
+                return bundled
             candidate = ancestor / "shared" / "data"
             if candidate.is_dir():
                 return candidate
