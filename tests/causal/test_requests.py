@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rungbench.agents.protocol import Message, Request
+from rungbench.agents.protocol import Message, Request, Response, ToolCall
 from rungbench.causal.build import build_split
 from rungbench.causal.records import AgentResponse, PublicCase
 from rungbench.causal.requests import (
@@ -20,7 +20,8 @@ from rungbench.causal.requests import (
     write_agent_responses,
 )
 from rungbench.errors import InputError
-from rungbench.execute.runner import create_run, describe_agent, execute_run
+from rungbench.execute.events import read_events
+from rungbench.execute.runner import EVENTS, create_run, describe_agent, execute_run
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +103,61 @@ def test_oracle_run_becomes_one_agent_response_per_case(bench: Path, tmp_path: P
     records = [AgentResponse.model_validate(json.loads(line)) for line in lines]
     assert sorted(r.case_id for r in records) == sorted(c.cell_id for c in schedule)
     assert {r.arm for r in records} == {"reference:oracle"}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"status": "answer", "value": 1.2}, "value"),
+        ({"status": "answer", "value": -0.01}, "value"),
+        ({"status": "answer", "value": float("nan")}, "value"),
+        ({"status": "answer", "confidence": float("inf")}, "confidence"),
+        ({"status": "answer", "bounds": [-0.1, 0.4]}, "bounds"),
+        ({"status": "answer", "bounds": [0.2, 1.5]}, "bounds"),
+        ({"status": "abstain", "bounds": [0.2, float("nan")]}, "bounds"),
+    ],
+)
+def test_numbers_outside_the_unit_interval_are_illegal(
+    arguments: dict[str, object], field: str
+) -> None:
+    """A value, confidence or bound end outside [0, 1] (or not finite) is named as inadmissible."""
+    request = Request("c", (Message("user", "q"),))
+    reason = validate_causal_answer(request, "submit_answer", arguments)
+    assert reason is not None and reason.startswith(field)
+
+
+def test_unit_interval_ends_are_admissible() -> None:
+    """value 0 and 1, confidence 1 and bounds [0, 1] sit on the closed interval: admissible."""
+    request = Request("c", (Message("user", "q"),))
+    for arguments in (
+        {"status": "answer", "value": 0.0, "confidence": 1.0},
+        {"status": "answer", "value": 1},
+        {"status": "answer", "bounds": [0, 1]},
+        {"status": "answer", "bounds": [0.3, 0.3]},
+    ):
+        assert validate_causal_answer(request, "submit_answer", arguments) is None
+
+
+class _OutOfRange:
+    """Answers every case with a schema-valid value of 1.25 (outside [0, 1])."""
+
+    name = "test:out-of-range"
+
+    def respond(self, request: Request) -> Response:
+        arguments = {"status": "answer", "value": 1.25, "confidence": 0.5}
+        return Response(text=None, tool_calls=(ToolCall("submit_answer", json.dumps(arguments)),))
+
+
+def test_out_of_range_value_is_an_illegal_final_counted_invalid(
+    bench: Path, tmp_path: Path
+) -> None:
+    """The runner finalizes a value of 1.25 as ``illegal`` (not answered); responses count it."""
+    schedule = causal_schedule(bench, limit=3)
+    agent = _OutOfRange()
+    run_dir = create_run(tmp_path, schedule, describe_agent(agent))
+    summary = execute_run(run_dir, agent, validator=validate_causal_answer, concurrency=1)
+    assert summary.outcomes == {"illegal": 3}
+    finals = [e for e in read_events(run_dir / EVENTS) if e["kind"] == "final"]
+    assert {e["outcome"] for e in finals} == {"illegal"}
+    assert all("value 1.25 outside [0, 1]" in e["detail"] for e in finals)
+    assert write_agent_responses(run_dir) == {"responses": 0, "invalid": 3, "missing": 0}

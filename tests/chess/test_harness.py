@@ -10,18 +10,23 @@ from typing import Literal
 import pytest
 
 import chess
-from rungbench.agents.protocol import Request, Response
+from rungbench.agents.outcomes import CallFailure, Outcome
+from rungbench.agents.protocol import Message, Request, Response
 from rungbench.chess.census import census_path
 from rungbench.chess.corpus import load_corpus
 from rungbench.chess.dispatch import is_board_display, version
 from rungbench.chess.harness import (
     HarnessConfig,
     RandomOpponent,
+    RetryingAgent,
     ScriptedAgent,
     engine_opponent,
     play_corpus,
+    reference_game_agent,
 )
 from rungbench.errors import InputError
+from rungbench.execute.policy import RetryPolicy
+from rungbench.execute.runner import describe_agent
 
 SCRIPT = (("board", "move"), ("list", "move"), ("junk", "move"), ("board", "list", "move"),
           ("illegal", "toolcall", "move"), ("think",), ("reflect", "junk", "move"))
@@ -152,3 +157,55 @@ def test_bad_scripts_are_input_errors() -> None:
         ScriptedAgent([["dance"]], seed=0)
     with pytest.raises(InputError):
         ScriptedAgent([[]], seed=0)
+
+
+class _Flaky:
+    """Fails its first ``failures`` calls with a 429 (Retry-After 5 s), then plays e7e5."""
+
+    name = "flaky"
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.seen: list[Request] = []
+
+    def respond(self, request: Request) -> Response:
+        self.seen.append(request)
+        if len(self.seen) <= self.failures:
+            raise CallFailure(Outcome.PROVIDER_ERROR, "429 rate limited", status=429,
+                              retry_after=5.0)
+        return Response(text="make_move e7e5")
+
+
+def test_retrying_agent_resends_the_identical_request_under_the_policy() -> None:
+    """Two reliability failures are retried with the policy's waits (Retry-After honoured)."""
+    waits: list[float] = []
+    inner = _Flaky(failures=2)
+    agent = RetryingAgent(inner, RetryPolicy(max_attempts=3, backoff_s=(1.0, 8.0)),
+                          sleep=waits.append)
+    request = Request("g/ply1/a1", (Message("user", "your move"),), metadata={"fen": "x"})
+    assert agent.respond(request).text == "make_move e7e5"
+    assert inner.seen == [request] * 3 and waits == [5.0, 8.0]
+    assert agent.retried == {"provider_error": 2} and agent.name == "flaky"
+
+
+def test_retrying_agent_gives_up_after_the_last_attempt() -> None:
+    """A failure on the last permitted attempt propagates; no extra call is made."""
+    inner = _Flaky(failures=5)
+    agent = RetryingAgent(inner, RetryPolicy(max_attempts=2, backoff_s=(0.0,)),
+                          sleep=lambda s: None)
+    with pytest.raises(CallFailure):
+        agent.respond(Request("c", (Message("user", "q"),)))
+    assert len(inner.seen) == 2 and agent.retried == {"provider_error": 1}
+
+
+def test_game_reference_agents(tmp_path: Path) -> None:
+    """scripted/random play a game; selectors needing a hidden best move are refused."""
+    scripted = reference_game_agent("scripted", seed=1, nodes=100, script=SCRIPT)
+    assert describe_agent(scripted)["script"] == [list(t) for t in SCRIPT]
+    play_corpus(tmp_path / "s", scripted, RandomOpponent(2), _cfg(), games=1)
+    random_mover = reference_game_agent("random", seed=1, nodes=100, script=SCRIPT)
+    play_corpus(tmp_path / "r", random_mover, RandomOpponent(2), _cfg(), games=1)
+    assert census_path(tmp_path / "r")["counts"]["position_chains"] == 15
+    for name in ("ideas-limited", "vision-limited", "psychic"):
+        with pytest.raises(InputError, match="cannot play a game"):
+            reference_game_agent(name, seed=1, nodes=100, script=SCRIPT)

@@ -172,3 +172,28 @@ def test_demo_stage_resumes_without_resending(tmp_path: Path) -> None:
     assert result["completed_cells_resent"] == 0 and result["api_key_in_files"] == 0
     assert result["session1_finalized"] + result["session2_finalized"] == 12
     assert result["outcomes"]["malformed"] == 1 and result["outcomes"]["refusal"] == 1
+
+
+def test_cli_import_leaves_the_sdk_and_the_domains_unloaded() -> None:
+    """Importing the CLI (``rungbench --version``) loads neither openai nor the causal library."""
+    import subprocess
+    import sys
+
+    heavy = ["openai", "rungbench.agents.openai_provider", "rungbench.causal.requests",
+             "rungbench.causal.build", "rungbench.causal.evaluate", "rungbench.execute.runner"]
+    code = (
+        "import sys, rungbench.cli.run, rungbench.cli.causal_bench; "
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_default_key_variable_matches_the_provider() -> None:
+    """The CLI's --api-key-env default is the provider's default variable name."""
+    import importlib
+
+    from rungbench.agents import openai_provider
+
+    run_module = importlib.import_module("rungbench.cli.run")  # the package re-exports `run`
+    assert run_module.DEFAULT_API_KEY_ENV == openai_provider.DEFAULT_API_KEY_ENV

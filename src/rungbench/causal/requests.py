@@ -18,6 +18,7 @@ sent to a provider) so that reference agents can answer it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -148,17 +149,32 @@ def _read_records(files: list[Path], model: type[_Record]) -> list[_Record]:
 
 
 def validate_causal_answer(request: Request, tool: str, arguments: Mapping[str, Any]) -> str | None:
-    """Return why a schema-valid ``submit_answer`` call is inadmissible, or None."""
-    confidence = arguments.get("confidence")
-    if confidence is not None and not 0.0 <= float(confidence) <= 1.0:
-        return f"confidence {confidence!r} outside [0, 1]"
+    """Return why a schema-valid ``submit_answer`` call is inadmissible, or None.
+
+    The domain check of the runner (:data:`rungbench.agents.outcomes.Validator`): a
+    reason makes the call ``illegal`` — schema-valid but rejected by the domain, as an
+    illegal chess move is — never ``answered``. docs/CONTRACTS.md §3 (outcome rules and
+    convention 5): ``value``, ``confidence`` and both ends of ``bounds`` are finite
+    numbers in [0, 1] and bounds are ordered; the scorers mark such answers ``invalid``.
+    """
+    for name in ("value", "confidence"):
+        number = arguments.get(name)
+        if number is not None and not _is_probability(number):
+            return f"{name} {number!r} outside [0, 1]"
     bounds = arguments.get("bounds")
-    if bounds is not None and (len(bounds) != 2 or bounds[0] > bounds[1]):
-        return f"bounds {bounds!r} are not [lo, hi] with lo <= hi"
+    if bounds is not None and (
+        len(bounds) != 2 or not all(_is_probability(b) for b in bounds) or bounds[0] > bounds[1]
+    ):
+        return f"bounds {bounds!r} are not [lo, hi] with 0 <= lo <= hi <= 1"
     edges = arguments.get("edges")
     if edges is not None and any(len(e) != 2 for e in edges):
         return "every edge must be [cause, effect]"
     return None
+
+
+def _is_probability(number: Any) -> bool:
+    """Whether ``number`` is a finite float in [0, 1] (NaN and infinities are not)."""
+    return math.isfinite(float(number)) and 0.0 <= float(number) <= 1.0
 
 
 class CaseAgentAdapter:

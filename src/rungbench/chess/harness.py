@@ -13,6 +13,8 @@ ranges point into it.
 from __future__ import annotations
 
 import contextlib
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ import chess.engine
 import numpy as np
 
 import chess
+from rungbench.agents.outcomes import CallFailure
 from rungbench.agents.protocol import Agent, Message, Request, Response, ToolCall
 from rungbench.chess.corpus import (
     DASHES,
@@ -41,7 +44,9 @@ from rungbench.chess.dispatch import (
     dispatch,
     turn_prompt,
 )
+from rungbench.chess.move_choice import DescribedAgent, reference_move_agent
 from rungbench.errors import InputError
+from rungbench.execute.policy import RetryPolicy
 
 Colour = Literal["white", "black"]
 _PROXY = "Proxy"
@@ -160,6 +165,64 @@ def _illegal_move(legal: list[str]) -> str:
             if uci not in legal:
                 return uci
     raise AssertionError("every rook-line move is legal")  # pragma: no cover
+
+
+GAME_REFERENCE_AGENTS = ("scripted", "random", "engine")
+"""Reference agents that can play a game: they need only the position (``metadata.fen``)."""
+
+
+def reference_game_agent(
+    name: str, *, seed: int, nodes: int, script: Sequence[Sequence[str]]
+) -> Agent:
+    """Return reference agent ``name`` (:data:`GAME_REFERENCE_AGENTS`) for the game harness.
+
+    ``scripted`` follows ``script``; ``random`` and ``engine`` are the move-choice reference
+    agents, which answer a request without tools with ``make_move <uci>``. The synthetic
+    selectors are refused: they need the hidden best move of a move-choice cell.
+    """
+    if name == "scripted":
+        agent = ScriptedAgent(script, seed=seed, name="reference:scripted")
+        description = {"kind": "reference", "name": agent.name, "seed": seed,
+                       "script": [list(turn) for turn in agent.script]}
+        return DescribedAgent(agent, description)
+    if name not in GAME_REFERENCE_AGENTS:
+        raise InputError(f"reference agent {name!r} cannot play a game; game agents: "
+                         f"{', '.join(GAME_REFERENCE_AGENTS)} (the synthetic selectors need the "
+                         "hidden best move of a move-choice cell)", field="agent")
+    return reference_move_agent(name, seed=seed, nodes=nodes)
+
+
+class RetryingAgent:
+    """Re-sends the identical request after a reliability failure, under a retry policy.
+
+    A game has no runner, so this applies the runner's rule inside the dialogue (seed 000:
+    a retry is the identical frozen request, up to the registered limit). Answers of any
+    kind are never re-asked — the dispatcher judges them. After the last attempt the
+    :class:`~rungbench.agents.outcomes.CallFailure` propagates and play stops.
+    """
+
+    def __init__(self, inner: Agent, policy: RetryPolicy,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.inner, self.policy, self.name = inner, policy, inner.name
+        self._sleep = sleep
+        self.retried: Counter[str] = Counter()
+        """Reliability failures that were retried, by outcome class."""
+
+    def respond(self, request: Request) -> Response:
+        """Return the inner agent's response, retrying reliability failures."""
+        for attempt in range(1, self.policy.max_attempts):
+            try:
+                return self.inner.respond(request)
+            except CallFailure as failure:
+                self.retried[failure.outcome.value] += 1
+                self._sleep(self.policy.wait_before(attempt + 1, failure.retry_after))
+        return self.inner.respond(request)
+
+    def close(self) -> None:
+        """Close the inner agent when it holds a process or connection."""
+        closer = getattr(self.inner, "close", None)
+        if callable(closer):
+            closer()
 
 
 @dataclass(frozen=True)

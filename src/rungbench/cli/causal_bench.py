@@ -1,6 +1,7 @@
 """`rungbench causal build|eval|score|report|audit|scorer-agreement`: the causal benchmark CLI.
 
 Thin: parse, call one library function, print (Rich tables or one JSON document).
+The causal library loads inside each command, so that ``rungbench --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -16,11 +17,6 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from rungbench.causal.agreement import scorer_agreement
-from rungbench.causal.audit import audit_bench
-from rungbench.causal.build import build_split
-from rungbench.causal.evaluate import evaluate, score_responses
-from rungbench.causal.report import build_report, to_markdown
 from rungbench.cli._common import console, emit_json, run
 from rungbench.errors import Reason, Refusal
 
@@ -47,6 +43,8 @@ def build_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Build a split: DIR/public (cases) and DIR/private (oracle, mode 0700)."""
+    from rungbench.causal.build import build_split
+
     if split not in ("dev", "validation", "test"):
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
     with _progress("building worlds", worlds, as_json) as progress:
@@ -76,6 +74,8 @@ def eval_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Run an agent on every public case, score it, label its failures."""
+    from rungbench.causal.evaluate import evaluate
+
     summary = run(lambda: evaluate(bench, agent, out), as_json=as_json)
     if as_json:
         emit_json(summary)
@@ -94,6 +94,8 @@ def score_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Score an external agent's responses; bad lines are counted invalid and named."""
+    from rungbench.causal.evaluate import score_responses
+
     summary = run(lambda: score_responses(bench, responses, out, arm), as_json=as_json)
     if as_json:
         emit_json(summary)
@@ -124,6 +126,8 @@ def report_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy by family and rung, identification table, calibration, paired delta."""
+    from rungbench.causal.report import build_report, to_markdown
+
     report = run(lambda: build_report(run_dir, other, seed=seed), as_json=as_json)
     if as_json:
         emit_json(report)
@@ -139,6 +143,8 @@ def audit_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Listing-order shortcut, nonsense-skin invariance, varsortability."""
+    from rungbench.causal.audit import audit_bench
+
     result = run(lambda: audit_bench(bench, run_dir), as_json=as_json)
     if as_json:
         emit_json(result)
@@ -171,6 +177,8 @@ def agreement_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Compare the two independent scorers on hand cases and generated responses."""
+    from rungbench.causal.agreement import scorer_agreement
+
     result = run(lambda: scorer_agreement(n, seed), as_json=as_json)
     if as_json:
         emit_json(result)
@@ -198,6 +206,11 @@ def register(app: typer.Typer) -> None:
 
 def demo_stage(workdir: pathlib.Path, as_json: bool) -> dict[str, Any]:
     """Build a small dev split, evaluate the oracle and the rung-1 reference agent, report."""
+    from rungbench.causal.audit import audit_bench
+    from rungbench.causal.build import build_split
+    from rungbench.causal.evaluate import evaluate
+    from rungbench.causal.report import build_report
+
     start = time.perf_counter()
     bench = workdir / "causal_bench"
     built = build_split("dev", 26, 20261003, bench)

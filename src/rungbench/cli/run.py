@@ -23,50 +23,47 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from rungbench.agents.openai_provider import DEFAULT_API_KEY_ENV, OpenAIProvider, Pricing
-from rungbench.agents.outcomes import Validator
-from rungbench.agents.protocol import Agent
-from rungbench.causal.requests import (
-    CAUSAL_TASK,
-    causal_schedule,
-    reference_case_agent,
-    validate_causal_answer,
-    write_agent_responses,
-)
-from rungbench.chess import reference_agents as chess_agents
-from rungbench.chess.move_choice import fen_schedule, puzzle_schedule, reference_move_agent
 from rungbench.cli._common import JSON_OPTION, console, emit_json
 from rungbench.cli._common import run as guarded
 from rungbench.errors import InputError, Reason, Refusal
-from rungbench.evidence.paths import shared_data_dir
-from rungbench.execute.events import read_events
-from rungbench.execute.policy import RetryPolicy
-from rungbench.execute.progress import run_progress
-from rungbench.execute.runner import (
-    RunSummary,
-    create_run,
-    describe_agent,
-    execute_run,
-    load_run,
-    verify_run,
-)
-from rungbench.execute.schedule import Schedule
+
+if TYPE_CHECKING:  # the domains, the runner and the openai SDK load when a command runs
+    from rungbench.agents.openai_provider import Pricing
+    from rungbench.agents.outcomes import Validator
+    from rungbench.agents.protocol import Agent
+    from rungbench.execute.policy import RetryPolicy
+    from rungbench.execute.runner import RunSummary
+    from rungbench.execute.schedule import Schedule
+
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+"""Default ``--api-key-env``; equals :data:`rungbench.agents.openai_provider.DEFAULT_API_KEY_ENV`
+(repeated here so that ``rungbench --help`` does not import the openai SDK)."""
 
 # ---------------------------------------------------------------- building blocks
 
-VALIDATORS: dict[str, Validator] = {
-    chess_agents.TASK: chess_agents.validate_move,
-    CAUSAL_TASK: validate_causal_answer,
-}
+
+def validator_for(task: str) -> Validator | None:
+    """Return the domain validator of ``task`` cells (None for a task without one)."""
+    from rungbench.causal.requests import CAUSAL_TASK, validate_causal_answer
+    from rungbench.chess import reference_agents as chess_agents
+
+    validators: dict[str, Validator] = {
+        chess_agents.TASK: chess_agents.validate_move,
+        CAUSAL_TASK: validate_causal_answer,
+    }
+    return validators.get(task)
 
 
 def build_schedule(source: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
     """Build the frozen schedule a SCHEDULE argument names (see the module docstring)."""
+    from rungbench.causal.requests import causal_schedule
+    from rungbench.chess.move_choice import fen_schedule, puzzle_schedule
+
     if source.is_dir():
         if not (source / "public").is_dir():
             raise InputError(
@@ -100,6 +97,10 @@ def build_agent(
     causal_dir: Path | None = None,
 ) -> Agent:
     """Return the agent named by ``--agent reference:NAME`` or ``--model openai:MODEL``."""
+    from rungbench.agents.openai_provider import OpenAIProvider
+    from rungbench.causal.requests import CAUSAL_TASK, reference_case_agent
+    from rungbench.chess.move_choice import reference_move_agent
+
     if (agent is None) == (model is None):
         raise InputError("give exactly one of --agent reference:NAME or --model openai:MODEL")
     if model is not None:
@@ -137,6 +138,16 @@ def start_or_resume(
     quiet: bool = False,
 ) -> dict[str, Any]:
     """Create (or reopen) a run, execute its pending cells, verify it; return the summary."""
+    from rungbench.causal.requests import CAUSAL_TASK, write_agent_responses
+    from rungbench.execute.progress import run_progress
+    from rungbench.execute.runner import (
+        create_run,
+        describe_agent,
+        execute_run,
+        load_run,
+        verify_run,
+    )
+
     run_dir = _resolve_run(out, resume) if resume else None
     fresh = build_schedule(source, limit=limit) if source is not None else None
     if run_dir is not None:
@@ -166,7 +177,7 @@ def start_or_resume(
             summary = execute_run(
                 run_dir,
                 agent,
-                validator=VALIDATORS.get(schedule.task),
+                validator=validator_for(schedule.task),
                 concurrency=concurrency,
                 progress=hook,
                 max_cells=max_cells,
@@ -239,6 +250,9 @@ def run(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Execute a frozen schedule of cells against an agent; resumable and crash-safe."""
+    from rungbench.agents.openai_provider import Pricing
+    from rungbench.execute.policy import RetryPolicy
+
 
     def make_agent(task: str, causal_dir: Path | None) -> Agent:
         return build_agent(
@@ -263,7 +277,7 @@ def run(
             make_agent=make_agent,
             limit=limit,
             concurrency=concurrency,
-            policy=RetryPolicy(max_attempts=max_attempts, backoff_s=_seconds(backoff)),
+            policy=RetryPolicy(max_attempts=max_attempts, backoff_s=seconds(backoff)),
             max_cells=max_cells,
             quiet=as_json,
         ),
@@ -289,7 +303,8 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _seconds(text: str) -> tuple[float, ...]:
+def seconds(text: str) -> tuple[float, ...]:
+    """Parse ``--backoff`` (comma-separated seconds) into the policy's waits."""
     try:
         return tuple(float(part) for part in text.split(",") if part.strip())
     except ValueError as exc:
@@ -317,6 +332,11 @@ def _print_summary(summary: Mapping[str, Any]) -> None:
 def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
     """Run 12 puzzles through the real openai client against a loopback server, resume once."""
     from rungbench.agents.loopback import Fault, LoopbackServer
+    from rungbench.agents.openai_provider import OpenAIProvider
+    from rungbench.chess import reference_agents as chess_agents
+    from rungbench.chess.move_choice import puzzle_schedule
+    from rungbench.execute.policy import RetryPolicy
+    from rungbench.execute.runner import create_run, describe_agent, execute_run, verify_run
 
     schedule = puzzle_schedule(_puzzles(), limit=12)
     key = "sk-demo-" + os.urandom(8).hex()
@@ -400,10 +420,14 @@ def _demo_result(
 
 
 def _final_cells(run_dir: Path) -> set[str]:
+    from rungbench.execute.events import read_events
+
     return {str(e["cell"]) for e in read_events(run_dir / "events.jsonl") if e["kind"] == "final"}
 
 
 def _puzzles() -> Path:
+    from rungbench.evidence.paths import shared_data_dir
+
     path = shared_data_dir() / "lichess_puzzles" / "puzzles.csv"
     if not path.exists():
         raise InputError("bundled puzzle file is missing", path=str(path))
