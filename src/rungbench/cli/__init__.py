@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rungbench import __version__
-from rungbench.cli import causal, causal_bench, chess, chess_census, evidence, stats
+from rungbench.cli import causal, causal_bench, chess, chess_census, design, evidence, stats
 from rungbench.cli.demo import demo
 from rungbench.cli.run import run
 
@@ -16,6 +16,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(evidence.app, name="evidence")
+app.add_typer(design.app, name="design")
 app.add_typer(stats.app, name="stats")
 causal_bench.register(causal.app)
 app.add_typer(causal.app, name="causal")

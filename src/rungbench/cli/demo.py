@@ -25,6 +25,7 @@ def _stages() -> list[tuple[str, Stage]]:
     from rungbench.cli.causal_bench import demo_stage as causal_bench_stage
     from rungbench.cli.chess import demo_stage as label_stage
     from rungbench.cli.chess_census import demo_stage as census_stage
+    from rungbench.cli.design import demo_stage as design_stage
     from rungbench.cli.evidence import demo_stage as evidence_stage
     from rungbench.cli.run import demo_stage as run_stage
     from rungbench.cli.stats import demo_stage as stats_stage
@@ -36,6 +37,7 @@ def _stages() -> list[tuple[str, Stage]]:
         ("causal benchmark build, eval, report (causal)", causal_bench_stage),
         ("LLM Chess replay and A104 census (chess)", census_stage),
         ("engine-blind pool, leakage gate, two-pass Stockfish labels (chess)", label_stage),
+        ("A105 byte-matched panels and E023 counterbalanced orders (design)", design_stage),
         ("resumable runner through the real openai client on loopback (execute)", run_stage),
     ]
 

@@ -1,0 +1,125 @@
+"""`rungbench design ...`: registered design presets and their outcome-blind audits.
+
+``design list`` prints every preset with its digest; ``design audit a105|e023`` prints
+the audit's figures beside the seed's and its exact-balance checks, exiting 1 when a
+check fails. Under ``--json`` each prints exactly one JSON document.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.design.audit import AuditReport, order_audit
+from rungbench.design.presets import arms_design, factorial_design
+from rungbench.design.registry import load_design, load_design_file, registered_names
+from rungbench.errors import InputError, RungbenchError
+from rungbench.evidence.canonical import canonical_bytes
+
+app = typer.Typer(help="Registered designs: digests and outcome-blind audits.",
+                  no_args_is_help=True)
+
+AUDITS = ("a105", "e023")
+FILE_OPTION = typer.Option(
+    None, "--file", help="Audit this TOML preset instead of the registered one.")
+
+
+def audit_design(name: str, path: Path | None = None) -> AuditReport:
+    """Run the audit of design ``name`` (``a105`` or ``e023``), optionally on the preset
+    in ``path`` instead of the registered one."""
+    reg = load_design_file(path) if path is not None else None
+    if name == "a105":
+        from rungbench.chess.panels import a105_audit  # the A105 panels are chess-specific
+
+        return a105_audit(factorial_design(reg))
+    if name == "e023":
+        return order_audit(arms_design(reg))
+    raise InputError(f"no audit for design {name!r}; audits: {', '.join(AUDITS)}",
+                     field="design")
+
+
+@app.command("list")
+def list_designs(as_json: bool = JSON_OPTION) -> None:
+    """List the registered design presets and their digests."""
+    designs = run(lambda: [load_design(n) for n in registered_names()], as_json=as_json)
+    if as_json:
+        emit_json({"designs": [{"name": d.name, "id": d.section("design").get("id"),
+                                "digest": d.digest} for d in designs]})
+        return
+    table = Table(title="registered designs")
+    for column in ("name", "id", "digest"):
+        table.add_column(column)
+    for d in designs:
+        table.add_row(d.name, str(d.section("design").get("id", "")), d.digest)
+    console.print(table)
+
+
+@app.command("audit")
+def audit(
+    name: str = typer.Argument(..., help="Design to audit: a105 or e023."),
+    file: Path | None = FILE_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Audit a registered design; exit 1 when an exact-balance property fails."""
+    def action() -> AuditReport:
+        if as_json:
+            return audit_design(name, file)
+        with console.status(f"auditing {name}…"):
+            return audit_design(name, file)
+
+    report = run(action, as_json=as_json)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        print_report(report)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def print_report(report: AuditReport) -> None:
+    """Print an audit's figures (ours beside the seed's) and its checks."""
+    table = Table(title=f"{report.design} design audit ({report.digest[:19]}…)")
+    for column in ("quantity", "seed", "ours", ""):
+        table.add_column(column, justify="left" if column == "quantity" else "right")
+    for f in report.figures:
+        mark = "" if not f.must_equal else ("[green]✓[/]" if f.ok else "[bold red]✗[/]")
+        table.add_row(f.quantity, "—" if f.seed is None else f"{f.seed:g}", _fmt(f.ours), mark)
+    console.print(table)
+    checks = Table(title="checks")
+    checks.add_column("property")
+    checks.add_column("holds", justify="right")
+    for key, ok in report.checks.items():
+        checks.add_row(key, "[green]yes[/]" if ok else "[bold red]NO[/]")
+    console.print(checks)
+
+
+def _fmt(value: float) -> str:
+    value = float(value) + 0.0  # prints a rounded −0.0 as 0
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
+
+
+def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
+    """Run the A105 and E023 audits on the bundled puzzles; write both reports as JSON.
+
+    Raises RungbenchError when an exact-balance property or recovery check fails.
+    """
+    out = workdir / "design"
+    out.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {}
+    for name in AUDITS:
+        report = audit_design(name)
+        if not as_json:
+            print_report(report)
+        document = report.to_json()
+        (out / f"{name}_audit.json").write_bytes(canonical_bytes(document))
+        figures = {f.key: {"ours": f.ours, "seed": f.seed} for f in report.figures}
+        summary[name] = {"ok": report.ok, "digest": report.digest, "failed": report.failed(),
+                         "checks": len(report.checks), "figures": figures,
+                         "report": str(out / f"{name}_audit.json")}
+        if not report.ok:
+            raise RungbenchError(f"{name} audit failed: {', '.join(report.failed())}")
+    return summary

@@ -1,0 +1,72 @@
+"""`rungbench design ...`: audits print one JSON document; broken balance exits 1."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from rungbench.cli.design import app, demo_stage
+from rungbench.design.registry import load_design
+
+
+def _invoke(args: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_e023_audit_json() -> None:
+    """`design audit e023 --json` prints one document with every check passing."""
+    code, out, _ = _invoke(["audit", "e023", "--json"])
+    assert code == 0, out
+    doc: dict[str, Any] = json.loads(out)
+    assert doc["ok"] and doc["failed"] == []
+    assert doc["digest"] == load_design("e023").digest
+    figures = {f["key"]: f for f in doc["figures"]}
+    assert figures["cyclic_far_tail_rank_slot_count"]["ours"] == 80
+    assert figures["shuffle_deranged_pairs_w10"]["seed"] == 78
+
+
+def test_a105_audit_table() -> None:
+    """`design audit a105` prints the seed figure beside ours and exits 0."""
+    code, out, _ = _invoke(["audit", "a105"])
+    assert code == 0, out
+    assert "179520" in out and "4800" in out and "masked chess-token leaks" in out
+
+
+def test_broken_preset_exits_1(tmp_path: Path) -> None:
+    """An E023 preset whose positions break exact balance fails the audit with exit 1."""
+    text = (resources.files("rungbench.designs") / "e023.toml").read_text(encoding="utf-8")
+    path = tmp_path / "e023.toml"
+    path.write_text(text.replace("positions = 200", "positions = 202"), encoding="utf-8")
+    code, out, _ = _invoke(["audit", "e023", "--file", str(path), "--json"])
+    assert code == 1
+    doc = json.loads(out)
+    assert not doc["ok"] and "cyclic_near_strong_rank_slot_exact" in doc["failed"]
+
+
+def test_unknown_design_is_one_line_error() -> None:
+    """An unknown design name exits 1 with one error line."""
+    code, out, err = _invoke(["audit", "z999"])
+    assert code == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "z999" in err
+
+
+def test_list_json() -> None:
+    """`design list --json` names both presets with their digests."""
+    code, out, _ = _invoke(["list", "--json"])
+    assert code == 0
+    names = {d["name"]: d["digest"] for d in json.loads(out)["designs"]}
+    assert names["a105"] == load_design("a105").digest
+
+
+def test_demo_stage_writes_reports(tmp_path: Path) -> None:
+    """demo_stage runs both audits, writes their JSON, and reports them ok."""
+    summary = demo_stage(tmp_path, True)
+    assert summary["a105"]["ok"] and summary["e023"]["ok"]
+    saved = json.loads((tmp_path / "design" / "e023_audit.json").read_text(encoding="utf-8"))
+    assert saved["digest"] == summary["e023"]["digest"]
+    assert summary["a105"]["figures"]["audit_blocks"]["ours"] == 600
