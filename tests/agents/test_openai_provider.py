@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,3 +229,58 @@ class _Registering:
     def respond(self, request: Request) -> Response:
         self.server.register(request)
         return self.provider.respond(request)
+
+
+class _LeakyBackend:
+    """A backend whose failure message quotes the key: the server's 500 body echoes it."""
+
+    name = "leaky"
+
+    def respond(self, request: Request) -> Response:
+        raise RuntimeError(f"upstream rejected credentials {KEY}")
+
+
+def _failure_texts(provider: OpenAIProvider, request: Request) -> tuple[CallFailure, str]:
+    import traceback
+
+    with pytest.raises(CallFailure) as caught:
+        provider.respond(request)
+    return caught.value, "".join(traceback.format_exception(caught.value))
+
+
+def test_failures_carry_no_key_in_message_chain_or_traceback() -> None:
+    """A 500 echoing the key, a non-JSON body, a timeout and a refused connection: the key is
+    in no CallFailure message and no traceback, and no SDK exception is chained behind it."""
+    seen: list[tuple[CallFailure, str]] = []
+    with LoopbackServer(_LeakyBackend(), api_key=KEY, requests=[REQUEST]) as server:
+        seen.append(_failure_texts(_provider(server), REQUEST))
+    plan = {REQUEST.payload_digest(): [Fault.NOT_JSON, Fault.STALL]}
+    with LoopbackServer(RandomMover(), api_key=KEY, requests=[REQUEST], faults=plan,
+                        stall_s=0.6) as server:
+        seen.append(_failure_texts(_provider(server), REQUEST))
+        seen.append(_failure_texts(_provider(server, timeout_s=0.2), REQUEST))
+    closed_port = server.base_url  # the server is gone: connection refused
+    gone = OpenAIProvider("m", base_url=closed_port, api_key_env="K", environ={"K": KEY})
+    seen.append(_failure_texts(gone, REQUEST))
+    assert [f.outcome for f, _ in seen] == [
+        Outcome.PROVIDER_ERROR, Outcome.PROVIDER_ERROR, Outcome.TIMEOUT, Outcome.NETWORK_ERROR,
+    ]
+    assert "[redacted]" in seen[0][0].detail  # the echoed key reached the provider, scrubbed
+    for failure, text in seen:
+        assert KEY not in text and KEY not in repr(failure)
+        assert failure.__cause__ is None and failure.__context__ is None
+
+
+def test_odd_completion_bodies_are_provider_errors_or_zero_usage() -> None:
+    """Bodies shaped wrong are provider errors; a non-object usage counts zero tokens."""
+    bodies: list[dict[str, Any]] = [
+        {"choices": []}, {"choices": ["x"]}, {"choices": [{"message": None}]},
+        {"choices": [{"message": {"tool_calls": [{"function": None}]}}]},
+    ]
+    for body in bodies:
+        with pytest.raises(CallFailure) as caught:
+            parse_completion(body)
+        assert caught.value.outcome is Outcome.PROVIDER_ERROR
+        assert caught.value.__context__ is None
+    odd = parse_completion({"choices": [{"message": {"content": "hi"}}], "usage": [3, 4]})
+    assert (odd.text, odd.usage.tokens_in, odd.usage.tokens_out) == ("hi", 0, 0)

@@ -161,3 +161,17 @@ def test_out_of_range_value_is_an_illegal_final_counted_invalid(
     assert {e["outcome"] for e in finals} == {"illegal"}
     assert all("value 1.25 outside [0, 1]" in e["detail"] for e in finals)
     assert write_agent_responses(run_dir) == {"responses": 0, "invalid": 3, "missing": 0}
+
+
+def test_public_file_that_is_not_utf8_names_its_line(bench: Path, tmp_path: Path) -> None:
+    """A public record file with a non-UTF-8 byte is an InputError at that line."""
+    import shutil
+
+    copy = tmp_path / "bench"
+    shutil.copytree(bench / "public", copy / "public")
+    target = sorted((copy / "public").glob("*.jsonl"))[0]
+    lines = target.read_bytes().splitlines(keepends=True)
+    target.write_bytes(b"".join([lines[0], b"\xff\xfe\n", *lines[1:]]))
+    with pytest.raises(InputError, match="not UTF-8") as caught:
+        causal_schedule(copy)
+    assert (caught.value.path, caught.value.line) == (str(target), 2)

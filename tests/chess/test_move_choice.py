@@ -75,3 +75,61 @@ def test_reference_move_agent_is_described_for_the_manifest() -> None:
     cell = puzzle_schedule(PUZZLES, limit=1).cells[0]
     response = agent.respond(cell.request)
     assert response.tool_calls and response.tool_calls[0].name == "submit_move"
+
+
+FEN = "8/8/8/4k3/8/8/4P3/4K3 w - - 0 1"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "fragment"),
+    [
+        (f"PuzzleId,FEN,Moves\nx,{FEN},e2e4 e5e3\n", 2, "Moves", "best move 'e5e3' is not legal"),
+        (f"PuzzleId,FEN,Moves,Rating\nx,{FEN},e2e4 e5e4,hard\n", 2, "Rating", "not an integer"),
+        (f"PuzzleId,FEN\nx,{FEN}\n", 2, "Moves", "missing Moves"),
+        (f"PuzzleId,FEN,Moves\nx,{FEN},e2e5 e5e4\n", 2, None, "bad puzzle row"),
+    ],
+)
+def test_bad_puzzle_rows_name_line_and_field(
+    tmp_path: Path, text: str, line: int, field: str | None, fragment: str
+) -> None:
+    """An illegal solution or setup move, a non-integer rating or a missing column is an
+    InputError at its CSV line — never a traceback, never a cell with an impossible answer."""
+    path = tmp_path / "p.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=fragment) as caught:
+        puzzle_schedule(path)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (str(path), line, field)
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "fragment"),
+    [
+        ('{"fen": 5}', "fen", "fen must be a string"),
+        ('{"fen": "garbage w - - 0 1"}', "fen", "invalid FEN"),
+        ('["fen"]', None, "expected a JSON object"),
+        (f'{{"fen": "{FEN}", "best_move": "e2e5"}}', "best_move", "not legal"),
+        (f'{{"fen": "{FEN}", "best_move": 7}}', "best_move", "UCI string"),
+    ],
+)
+def test_bad_position_lines_name_line_and_field(
+    tmp_path: Path, row: str, field: str | None, fragment: str
+) -> None:
+    """A FEN that is not a string or not a position, a non-object line, or an illegal best move
+    is an InputError naming the JSONL line."""
+    path = tmp_path / "p.jsonl"
+    path.write_text(f'{{"fen": "{FEN}"}}\n{row}\n')
+    with pytest.raises(InputError, match=fragment) as caught:
+        fen_schedule(path)
+    assert (caught.value.line, caught.value.field) == (2, field)
+
+
+def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
+    """A byte that is not UTF-8 is reported at the line that holds it, in both formats."""
+    csv_path = tmp_path / "p.csv"
+    csv_path.write_bytes(f"PuzzleId,FEN,Moves\nx,{FEN},e2e4 e5e4\n".encode() + b"y,\xff\n")
+    jsonl_path = tmp_path / "p.jsonl"
+    jsonl_path.write_bytes(b"\n\n\xfe\n")
+    for path, build, line in ((csv_path, puzzle_schedule, 3), (jsonl_path, fen_schedule, 3)):
+        with pytest.raises(InputError, match="not UTF-8") as caught:
+            build(path)
+        assert caught.value.line == line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,3 +178,50 @@ def test_board_diagram_of_the_start_position() -> None:
     assert lines[8] == "  a b c d e f g h"
     prompt = move_choice_request("s", chess.STARTING_FEN).messages[-1].content
     assert prompt.index(chess.STARTING_FEN) < prompt.index("8 r n b q k b n r")
+
+
+def test_submit_move_schema_is_byte_identical_across_cells(tmp_path: Path) -> None:
+    """Every move-choice cell — puzzles, FEN positions, the oracle-list arm — offers the same
+    tool bytes, with no enum; a run's manifest records exactly one tool-schema digest."""
+    from rungbench.chess.move_choice import fen_schedule
+    from rungbench.evidence.canonical import canonical_bytes
+    from rungbench.execute.runner import create_run
+
+    puzzles = puzzle_schedule(shared_data_dir() / "lichess_puzzles" / "puzzles.csv", limit=40)
+    kaggle = shared_data_dir() / "kaggle_chess_positions" / "filtered_chess_positions.jsonl"
+    requests = [c.request for c in puzzles] + [c.request for c in fen_schedule(kaggle, limit=10)]
+    requests.append(move_choice_request("o", MATE_FEN, candidates=["e3g1", "e3e2", "d4g1"]))
+    tool_bytes = {canonical_bytes(list(r.tools)) for r in requests}
+    assert tool_bytes == {canonical_bytes([SUBMIT_MOVE_TOOL])}
+    assert b"enum" not in next(iter(tool_bytes))
+    run_dir = create_run(tmp_path, puzzles, {"name": "x"})
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert len(manifest["tool_schemas"]) == 1
+
+
+def test_engine_agent_searches_exactly_its_node_budget() -> None:
+    """EngineAgent at N nodes plays what a fresh single-thread Stockfish plays at N nodes, and
+    the budget matters: one node and 3,000 nodes disagree on some puzzle; N <= 0 is refused."""
+    import chess.engine
+
+    from rungbench.chess.reference_agents import STOCKFISH
+
+    cells = puzzle_schedule(shared_data_dir() / "lichess_puzzles" / "puzzles.csv", limit=8).cells
+    shallow, deep = EngineAgent(nodes=1), EngineAgent(nodes=3_000)
+    direct = chess.engine.SimpleEngine.popen_uci(str(STOCKFISH))
+    try:
+        direct.configure({"Threads": 1, "Hash": 16})
+        pairs = []
+        for cell in cells:
+            board = chess.Board(cell.request.metadata["fen"])
+            played = direct.play(board, chess.engine.Limit(nodes=3_000), game=object())
+            assert played.move is not None
+            pairs.append((_move(shallow.respond(cell.request)), _move(deep.respond(cell.request))))
+            assert pairs[-1][1] == played.move.uci()
+    finally:
+        shallow.close()
+        deep.close()
+        direct.quit()
+    assert any(a != b for a, b in pairs)
+    with pytest.raises(InputError, match="node budget"):
+        EngineAgent(nodes=0)

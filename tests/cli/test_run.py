@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rungbench.agents.loopback import Fault, LoopbackServer
 from rungbench.agents.openai_provider import OpenAIProvider
-from rungbench.agents.protocol import Agent
+from rungbench.agents.protocol import Agent, Request, Response
 from rungbench.causal.build import build_split
 from rungbench.causal.evaluate import score_run
 from rungbench.chess.move_choice import fen_schedule
@@ -197,3 +197,164 @@ def test_default_key_variable_matches_the_provider() -> None:
 
     run_module = importlib.import_module("rungbench.cli.run")  # the package re-exports `run`
     assert run_module.DEFAULT_API_KEY_ENV == openai_provider.DEFAULT_API_KEY_ENV
+
+
+def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """Name → (arguments, fragment of the one error line) for inputs `run` must refuse."""
+    bad_json = tmp_path / "bad.jsonl"
+    bad_json.write_text('{"fen": "8/8/8/4k3/8/8/4P3/4K3 w - - 0 1"}\nnot json\n')
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'{"fen": "8/8/8/4k3/8/8/4P3/4K3 w - - 0 1"}\n\xff\xfe\n')
+    bad_fen = tmp_path / "fen.jsonl"
+    bad_fen.write_text('{"fen": "garbage w - - 0 1"}\n')
+    bad_best = tmp_path / "best.csv"
+    bad_best.write_text("PuzzleId,FEN,Moves\nx,8/8/8/4k3/8/8/4P3/4K3 w - - 0 1,e2e4 e5e3\n")
+    puzzles = str(PUZZLES)
+    return {
+        "missing schedule file": ([str(tmp_path / "nope.csv"), "--agent", "reference:random"],
+                                  "schedule source does not exist"),
+        "no schedule at all": (["--agent", "reference:random"], "give a SCHEDULE"),
+        "unknown reference agent": ([puzzles, "--agent", "reference:grandmaster"],
+                                    "unknown reference agent 'grandmaster'"),
+        "agent of another kind": ([puzzles, "--agent", "human:me"], "reference:NAME"),
+        "model without provider": ([puzzles, "--model", "gpt-4o", "--base-url", "http://x"],
+                                   "--model must be openai:MODEL"),
+        "model without name": ([puzzles, "--model", "openai:", "--base-url", "http://x"],
+                               "--model must be openai:MODEL"),
+        "model without base url": ([puzzles, "--model", "openai:m"], "--base-url"),
+        "unset key variable": ([puzzles, "--model", "openai:m", "--base-url",
+                                "http://127.0.0.1:9/v1", "--api-key-env", "RB_UNSET_KEY_VAR"],
+                               "'RB_UNSET_KEY_VAR'"),
+        "line that is not JSON": ([str(bad_json), "--agent", "reference:random"],
+                                  "bad.jsonl:2: not a position record"),
+        "bytes that are not UTF-8": ([str(binary), "--agent", "reference:random"],
+                                     "binary.jsonl:2: not UTF-8"),
+        "invalid FEN": ([str(bad_fen), "--agent", "reference:random"], "fen.jsonl:1: invalid FEN"),
+        "illegal best move": ([str(bad_best), "--agent", "reference:random"],
+                              "best.csv:2: best move 'e5e3' is not legal"),
+        "unknown run to resume": (["--resume", "no-such-run", "--agent", "reference:random"],
+                                  "no run 'no-such-run'"),
+        "bad backoff": ([puzzles, "--agent", "reference:random", "--backoff", "soon"],
+                        "--backoff"),
+    }
+
+
+def test_bad_input_is_one_clear_line_and_exit_one(tmp_path: Path) -> None:
+    """Every bad input exits 1 with one error line on stderr (nothing on stdout, no run
+    written), and under --json with one JSON document naming the problem."""
+    for name, (args, fragment) in _bad_inputs(tmp_path).items():
+        out = tmp_path / "out"
+        plain = CliRunner().invoke(_app(), [*args, "--out", str(out)])
+        assert plain.exit_code == 1, (name, plain.output)
+        assert plain.stdout == "", (name, plain.stdout)
+        lines = plain.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error ") and fragment in lines[0], (
+            name, plain.stderr)
+        as_json = CliRunner().invoke(_app(), [*args, "--out", str(out), "--json"])
+        document = json.loads(as_json.stdout)
+        assert as_json.exit_code == 1 and document["ok"] is False, name
+        assert fragment in document["message"], (name, document)
+        assert not (out / "runs").exists() or not any((out / "runs").iterdir()), name
+
+
+def test_resume_refusals_exit_three_with_reason_codes(tmp_path: Path) -> None:
+    """Resuming with another agent or another schedule is a refusal: exit 3, code 'different'."""
+    first = CliRunner().invoke(_app(), [str(PUZZLES), "--limit", "3", "--agent",
+                                        "reference:random", "--out", str(tmp_path), "--json"])
+    run_id = json.loads(first.stdout)["run_id"]
+    for args in (["--agent", "reference:ideas-limited"],
+                 [str(PUZZLES), "--limit", "4", "--agent", "reference:random"]):
+        refused = CliRunner().invoke(
+            _app(), [*args, "--resume", run_id, "--out", str(tmp_path), "--json"]
+        )
+        assert refused.exit_code == 3, refused.output
+        document = json.loads(refused.stdout)
+        assert document["refused"] is True and document["gate"] == "resume"
+        assert [r["code"] for r in document["reasons"]] == ["different"]
+        plain = CliRunner().invoke(_app(), [*args, "--resume", run_id, "--out", str(tmp_path)])
+        assert plain.exit_code == 3 and plain.stderr.startswith("refused")
+        assert "different" in plain.stderr
+
+
+def test_causal_bench_built_by_the_cli_runs_through_the_cli(tmp_path: Path) -> None:
+    """`rungbench causal build` writes a split; `rungbench run DIR --agent reference:oracle
+    --json` answers every public case as one cell and the answers all score correct."""
+    from rungbench.cli import app
+
+    bench = tmp_path / "bench"
+    built = CliRunner().invoke(app, ["causal", "build", "--split", "dev", "--seed", "5",
+                                     "--worlds", "1", "--out", str(bench), "--json"])
+    assert built.exit_code == 0, built.output
+    cases = json.loads(built.stdout)["n_cases"]
+    ran = CliRunner().invoke(app, ["run", str(bench), "--agent", "reference:oracle",
+                                   "--out", str(tmp_path / "out"), "--json"])
+    assert ran.exit_code == 0, ran.output
+    summary = json.loads(ran.stdout)
+    assert summary["task"] == "causal.public_case/1" and summary["complete"]
+    assert summary["cells"] == cases and summary["outcomes"] == {"answered": cases}
+    assert summary["agent_responses"] == {"responses": cases, "invalid": 0, "missing": 0}
+    scored = score_run(bench, Path(summary["run_dir"]), "reference:oracle")
+    assert scored["outcomes"]["correct"] + scored["outcomes"]["correct_non_id"] == cases
+
+
+class _LeakyBackend:
+    """Fails every request with an error whose text quotes the key (the 500 body echoes it)."""
+
+    name = "leaky"
+
+    def respond(self, request: Request) -> Response:
+        raise RuntimeError(f"upstream rejected credentials {KEY}")
+
+
+def test_failing_provider_run_with_a_progress_bar_writes_no_key(tmp_path: Path) -> None:
+    """A run whose every call fails with the key echoed in the error body, on a terminal: the
+    bar draws, every cell ends provider_error, and the key is in no file and no output."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "CI")}
+    env.update({"RB_LEAK_KEY": KEY, "TERM": "xterm", "COLUMNS": "150"})
+    master, slave = pty.openpty()
+    captured: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            captured.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    with LoopbackServer(_LeakyBackend(), api_key=KEY) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", "import typer; from rungbench.cli.run import run; "
+             "typer.run(run)", str(PUZZLES), "--limit", "4", "--model", "openai:loopback",
+             "--base-url", server.base_url, "--api-key-env", "RB_LEAK_KEY", "--out", str(out),
+             "--max-attempts", "2", "--backoff", "0", "--concurrency", "2"],
+            env=env, stdout=subprocess.PIPE, stderr=slave, timeout=60, check=False,
+        )
+        served = len(server.served)
+    os.close(slave)
+    reader.join(timeout=5)
+    os.close(master)
+    terminal = b"".join(captured)
+    assert done.returncode == 0, terminal.decode(errors="replace")
+    assert served == 8  # four cells, two identical attempts each
+    assert b"4/4" in terminal and b"ETA" in terminal  # the Rich bar was drawn
+    assert b"provider_error" in done.stdout and b"4/4 cells final" in done.stdout
+    written = [p for p in out.rglob("*") if p.is_file()]
+    events = next(p for p in written if p.name == "events.jsonl").read_bytes()
+    assert events.count(b'"outcome":"provider_error"') == 8 + 4  # tool_events and finals
+    assert b"[redacted]" in events  # the echoed key reached the run, scrubbed
+    for path in written:
+        assert KEY.encode() not in path.read_bytes(), path
+    assert KEY.encode() not in done.stdout and KEY.encode() not in terminal

@@ -15,7 +15,7 @@ from rungbench.chess.move_choice import puzzle_schedule
 from rungbench.chess.reference_agents import RandomMover
 from rungbench.evidence.paths import shared_data_dir
 from rungbench.execute.events import read_events
-from rungbench.execute.runner import verify_run
+from rungbench.execute.runner import load_run, verify_run
 
 KEY = "sk-resume-test-4b1d9e0c77aa5310"
 CELLS = 24
@@ -48,7 +48,8 @@ def _wait_for_finals(out: Path, at_least: int, proc: subprocess.Popen[bytes]) ->
 
 
 def test_sigkill_then_resume_finishes_every_cell_once(tmp_path: Path) -> None:
-    """After kill -9 and a resume, each cell has one final, digests hold, none is re-sent."""
+    """After kill -9 and a resume: one final per cell, one tool_event per call (calls cut off
+    by the kill closed as interrupted), digests unchanged, no completed cell re-sent."""
     puzzles = shared_data_dir() / "lichess_puzzles" / "puzzles.csv"
     schedule = puzzle_schedule(puzzles, limit=CELLS)
     digests = [c.request.payload_digest() for c in schedule]
@@ -110,6 +111,9 @@ def test_sigkill_then_resume_finishes_every_cell_once(tmp_path: Path) -> None:
     assert summary["session"] == 2 and summary["skipped"] == len(done_before)
     check = verify_run(run_dir)
     assert check.ok, check.problems
+    frozen = load_run(run_dir)[1]  # every stored request still hashes to its name
+    assert frozen.digest() == schedule.digest()
+    assert [c.request_digest for c in frozen] == [c.request_digest for c in schedule]
     by_cell = {c.cell_id: c for c in schedule}
     for cell_id in done_before:
         payload = by_cell[cell_id].request.payload_digest()
@@ -118,6 +122,9 @@ def test_sigkill_then_resume_finishes_every_cell_once(tmp_path: Path) -> None:
     for event in events:
         if "request_digest" in event:
             assert event["request_digest"] == by_cell[event["cell"]].request_digest
+    calls = [(e["cell"], e["attempt"]) for e in events if e["kind"] == "attempt"]
+    tool_events = [(e["cell"], e["attempt"]) for e in events if e["kind"] == "tool_event"]
+    assert sorted(calls) == sorted(tool_events) and len(set(calls)) == len(calls)
     finals = [e for e in events if e["kind"] == "final"]
     assert sorted(e["cell"] for e in finals) == sorted(by_cell)
     outcomes = {e["cell"]: e["outcome"] for e in finals}

@@ -265,3 +265,144 @@ def test_real_client_faults_are_retried_as_registered(tmp_path: Path) -> None:
     ]
     assert (starts[1] - starts[0]).total_seconds() >= 0.4  # Retry-After honoured
     assert sorted(server.counts.values()) == [1, 2, 3, 3] and verify_run(run_dir).ok
+
+
+def _provider_run(
+    tmp_path: Path, n: int, concurrency: int, **server_kwargs: Any
+) -> tuple[Path, Any, Any]:
+    """Run ``n`` cells through the openai client against a loopback server; return the lot."""
+    from rungbench.agents.loopback import LoopbackServer
+    from rungbench.agents.openai_provider import OpenAIProvider, Pricing
+
+    schedule = _schedule(n)
+    key = "sk-runner-limit-test"
+    with LoopbackServer(
+        RandomMover(seed=4), api_key=key, requests=[c.request for c in schedule], **server_kwargs
+    ) as server:
+        provider = OpenAIProvider(
+            "loopback",
+            base_url=server.base_url,
+            api_key_env="K",
+            environ={"K": key},
+            timeout_s=5.0,
+            pricing=Pricing(usd_per_mtok_in=3.0, usd_per_mtok_out=15.0),
+        )
+        run_dir = create_run(
+            tmp_path,
+            schedule,
+            describe_agent(provider),
+            policy=RetryPolicy(max_attempts=3, backoff_s=(0.0,)),
+        )
+        summary = execute_run(run_dir, provider, validator=validate_move, concurrency=concurrency)
+        provider.close()
+    return run_dir, summary, server
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_concurrency_limit_bounds_requests_in_flight(tmp_path: Path, concurrency: int) -> None:
+    """The server never sees more than K requests at once, and with slow replies it sees K."""
+    _, summary, server = _provider_run(tmp_path, 6, concurrency, delay_s=0.15)
+    assert summary.outcomes == {"answered": 6}
+    assert server.max_in_flight == concurrency and server.in_flight == 0
+
+
+def test_one_tool_event_per_http_call_with_tokens_latency_and_cost(tmp_path: Path) -> None:
+    """Each HTTP call (a failed one included) has one tool_event; answered calls carry the
+    usage the server reported, a measured latency and the priced cost; totals add up."""
+    from rungbench.agents.loopback import Fault
+
+    first = _schedule(3).cells[0].request.payload_digest()
+    run_dir, summary, server = _provider_run(
+        tmp_path, 3, 2, faults={first: [Fault.SERVER_ERROR]}
+    )
+    events = _events(run_dir, "tool_event")
+    assert len(events) == len(server.served) == 4
+    failed = [e for e in events if e["outcome"] == "provider_error"]
+    assert len(failed) == 1 and (failed[0]["tokens_in"], failed[0]["cost_usd"]) == (0, 0.0)
+    answered = [e for e in events if e["outcome"] == "answered"]
+    assert len(answered) == 3
+    for event in answered:
+        assert event["tokens_in"] > 0 and event["tokens_out"] > 0 and event["latency_s"] > 0
+        priced = (event["tokens_in"] * 3.0 + event["tokens_out"] * 15.0) / 1e6
+        assert event["cost_usd"] == pytest.approx(priced)
+    assert summary.tokens_in == sum(e["tokens_in"] for e in answered)
+    assert summary.cost_usd == pytest.approx(sum(e["cost_usd"] for e in answered))
+
+
+def test_attempt_record_and_request_bytes_exist_before_the_send(tmp_path: Path) -> None:
+    """When the agent is called, the attempt record naming the digest is already durable and
+    the stored request bytes hash to that digest."""
+    from rungbench.evidence.canonical import bytes_digest
+    from rungbench.evidence.store import ObjectStore
+
+    checked: list[str] = []
+
+    class Inspecting(Scripted):
+        def respond(self, request: Request) -> Response:
+            run_dir = next(tmp_path.glob("runs/*"))
+            attempts = [
+                e for e in read_events(run_dir / "events.jsonl")
+                if e["kind"] == "attempt" and e["cell"] == request.case_id
+            ]
+            assert attempts and attempts[-1]["request_digest"] == request.digest()
+            stored = ObjectStore(run_dir).get_bytes(request.digest())
+            assert stored == request.canonical() and bytes_digest(stored) == request.digest()
+            checked.append(request.case_id)
+            return super().respond(request)
+
+    agent = Inspecting()
+    _run(tmp_path, agent, n=4, concurrency=2)
+    assert sorted(checked) == ["c000", "c001", "c002", "c003"]
+
+
+def _append(run_dir: Path, records: list[dict[str, Any]]) -> None:
+    with open(run_dir / "events.jsonl", "ab") as fh:
+        for record in records:
+            fh.write(json.dumps({**record, "t": "x"}).encode() + b"\n")
+
+
+def test_resumed_retries_count_attempts_of_earlier_sessions(tmp_path: Path) -> None:
+    """A cell with two reliability failures before a crash gets one more attempt (limit 3)."""
+    agent = Scripted({"c001": [Outcome.PROVIDER_ERROR] * 9})
+    run_dir, _ = _run(tmp_path, agent, n=2, max_cells=1)
+    cell = _schedule(2).cells[1]
+    base = {"cell": cell.cell_id, "request_digest": cell.request_digest}
+    failed = {"kind": "tool_event", "outcome": "provider_error", "detail": "500",
+              "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "latency_s": 0.1,
+              "status": 500, "retry_after": None, "response": None}
+    _append(run_dir, [
+        {"kind": "attempt", **base, "attempt": 1}, {**failed, **base, "attempt": 1},
+        {"kind": "attempt", **base, "attempt": 2}, {**failed, **base, "attempt": 2},
+    ])
+    summary = execute_run(run_dir, agent, validator=validate_move)
+    assert agent.calls["c001"] == 1 and summary.sent == 1
+    final = [e for e in _events(run_dir, "final") if e["cell"] == "c001"]
+    assert [(f["outcome"], f["attempts"]) for f in final] == [("provider_error", 3)]
+    assert verify_run(run_dir).ok
+
+
+def test_model_failure_with_a_lost_final_is_never_resent(tmp_path: Path) -> None:
+    """A malformed answer whose final record was lost is finalized malformed on resume."""
+    garbage = Response(text=None, tool_calls=(ToolCall("submit_move", "{bad"),))
+    agent = Scripted({"c000": [garbage]})
+    run_dir, _ = _run(tmp_path, agent, n=2)
+    _drop_final(run_dir, "c000")
+    summary = execute_run(run_dir, agent, validator=validate_move)
+    assert summary.sent == 0 and agent.calls["c000"] == 1
+    assert summary.outcomes == {"malformed": 1, "answered": 1} and verify_run(run_dir).ok
+
+
+def test_a_run_executing_elsewhere_is_refused_then_resumable(tmp_path: Path) -> None:
+    """While another process holds the run's lock a resume is refused (run_busy) and sends
+    nothing; once the lock is gone (its holder ended or was killed) the resume proceeds."""
+    import fcntl
+
+    agent = Scripted()
+    run_dir, _ = _run(tmp_path, agent, n=3, max_cells=1)
+    with open(run_dir / ".lock", "a+b") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(Refusal) as caught:
+            execute_run(run_dir, agent, validator=validate_move)
+    assert caught.value.codes == ("run_busy",) and sum(agent.calls.values()) == 1
+    summary = execute_run(run_dir, agent, validator=validate_move)
+    assert summary.finalized == 2 and verify_run(run_dir).ok

@@ -81,6 +81,10 @@ class LoopbackServer:
         """The most recent authorised request body, as received."""
         self.served: list[tuple[str, str]] = []
         """``(payload digest, fault value or "ok")`` in arrival order."""
+        self.in_flight = 0
+        """Authorised requests being served right now."""
+        self.max_in_flight = 0
+        """The most authorised requests ever served at once (proves a concurrency limit)."""
         self._known = {r.payload_digest(): r for r in requests}
         self._api_key = api_key
         self._lock = threading.Lock()
@@ -95,7 +99,10 @@ class LoopbackServer:
 
     def start(self) -> LoopbackServer:
         """Serve in a daemon thread; return self."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # a short poll interval makes stop() return in ~50 ms instead of ~500 ms
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -136,6 +143,17 @@ class LoopbackServer:
                 fault = self.fault_plan(key, index)
             self.served.append((key, fault.value if fault is not None else "ok"))
         return key, fault
+
+    def enter(self) -> None:
+        """Count one request as in flight (served until :meth:`leave`)."""
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def leave(self) -> None:
+        """Count one in-flight request as answered."""
+        with self._lock:
+            self.in_flight -= 1
 
     def resolve(self, key: str, payload: dict[str, Any]) -> Request:
         """Return the frozen request for ``payload``: a known one, or one rebuilt from it."""
@@ -213,6 +231,12 @@ def wire_payload(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _json(
+    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> tuple[int, bytes, dict[str, str] | None]:
+    return status, json.dumps(body).encode("utf-8"), headers
+
+
 def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -242,36 +266,40 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 return
             server.last_body = body
             key, fault = server.admit(payload)
-            self._serve(key, payload, fault)
+            server.enter()
+            try:  # the reply is composed while counted in flight, written after
+                reply = self._reply(key, payload, fault)
+            finally:
+                server.leave()
+            if reply is None:  # Fault.DROP: close without answering
+                self.close_connection = True
+                return
+            self._send_bytes(*reply)
 
-        def _serve(self, key: str, payload: dict[str, Any], fault: Fault | None) -> None:
+        def _reply(
+            self, key: str, payload: dict[str, Any], fault: Fault | None
+        ) -> tuple[int, bytes, dict[str, str] | None] | None:
             if server.delay_s:
                 time.sleep(server.delay_s)
             if fault is Fault.DROP:
-                self.close_connection = True
-                return
+                return None
             if fault is Fault.RATE_LIMIT:
                 headers = {"Retry-After": f"{server.retry_after_s:g}"}
-                self._send(
-                    429, {"error": {"message": "rate limited", "type": "rate_limit"}}, headers
-                )
-                return
+                return _json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
+                             headers)
             if fault is Fault.SERVER_ERROR:
-                self._send(500, {"error": {"message": "upstream failure", "type": "server"}})
-                return
+                return _json(500, {"error": {"message": "upstream failure", "type": "server"}})
             if fault is Fault.STALL:
                 time.sleep(server.stall_s)
             if fault is Fault.NOT_JSON:
-                self._send_bytes(200, b"<html><body>502 gateway hiccup</body></html>")
-                return
+                return 200, b"<html><body>502 gateway hiccup</body></html>", None
             try:
                 body = server.completion(server.resolve(key, payload), fault)
             except Exception as exc:  # the backing agent failed: a 500, as a real server would
-                self._send(
+                return _json(
                     500, {"error": {"message": f"agent failed: {type(exc).__name__}: {exc}"}}
                 )
-                return
-            self._send(200, body)
+            return _json(200, body)
 
         def _send(
             self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None

@@ -7,7 +7,8 @@ owns the registered retry sequence, so every attempt is visible and counted.
 The API key is read from an environment variable whose *name* is configured;
 the key itself is held only by the SDK client and is scrubbed from every
 detail string this module produces. It never appears in ``repr``, in
-:meth:`OpenAIProvider.describe`, or in a :class:`CallFailure`.
+:meth:`OpenAIProvider.describe`, or in a :class:`CallFailure` — which is raised
+without an exception chain, so no traceback quotes the SDK's exceptions either.
 """
 
 from __future__ import annotations
@@ -127,34 +128,41 @@ class OpenAIProvider:
         if self.params:
             kwargs["extra_body"] = dict(self.params)
         completions = cast(Any, self._client.chat.completions)
+        # Every CallFailure is raised outside the ``except`` blocks, so it carries no
+        # exception chain: the SDK's exceptions quote the response body (which a server
+        # may echo the key into) and hold the request with its Authorization header.
+        failure: CallFailure | None = None
         try:
             raw = completions.with_raw_response.create(**kwargs)
             text = raw.text
-        except openai.APITimeoutError as exc:
-            raise CallFailure(
-                Outcome.TIMEOUT, self._scrub(f"no reply within {self.timeout_s}s")
-            ) from exc
+        except openai.APITimeoutError:
+            failure = CallFailure(Outcome.TIMEOUT, f"no reply within {self.timeout_s}s")
         except openai.APIConnectionError as exc:
-            raise CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc))) from exc
+            failure = CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc)))
         except openai.APIStatusError as exc:
-            raise CallFailure(
+            failure = CallFailure(
                 Outcome.PROVIDER_ERROR,
                 self._scrub(f"HTTP {exc.status_code}: {_short_body(exc.response.text)}"),
                 status=exc.status_code,
                 retry_after=retry_after_seconds(dict(exc.response.headers)),
-            ) from exc
+            )
         except openai.OpenAIError as exc:  # any other SDK-detected failure of the exchange
-            raise CallFailure(
+            failure = CallFailure(
                 Outcome.PROVIDER_ERROR, self._scrub(f"{type(exc).__name__}: {exc}")
-            ) from exc
+            )
+        if failure is not None:
+            raise failure
         try:
             body = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise CallFailure(
+        except (json.JSONDecodeError, RecursionError):
+            body = None
+            failure = CallFailure(
                 Outcome.PROVIDER_ERROR,
                 self._scrub(f"HTTP {raw.status_code} body is not JSON: {_short_body(text)}"),
                 status=raw.status_code,
-            ) from exc
+            )
+        if failure is not None:
+            raise failure
         if not isinstance(body, dict):
             raise CallFailure(
                 Outcome.PROVIDER_ERROR, "body is not a JSON object", status=raw.status_code
@@ -191,6 +199,7 @@ def parse_completion(body: dict[str, Any], pricing: Pricing | None = None) -> Re
     Raises :class:`CallFailure` (``provider_error``) when the body is not shaped like a
     chat completion: that is the provider failing, not the model answering.
     """
+    problem: str | None = None
     try:
         choice = body["choices"][0]
         message = choice["message"]
@@ -199,10 +208,11 @@ def parse_completion(body: dict[str, Any], pricing: Pricing | None = None) -> Re
             for c in (message.get("tool_calls") or [])
         )
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise CallFailure(
-            Outcome.PROVIDER_ERROR, f"body is not a chat completion: missing {exc}"
-        ) from exc
-    usage = body.get("usage") or {}
+        problem = f"body is not a chat completion ({type(exc).__name__}: {exc})"
+    if problem is not None:  # raised outside the handler: no chain back into the body
+        raise CallFailure(Outcome.PROVIDER_ERROR, problem)
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
     tokens_in = _int(usage.get("prompt_tokens"))
     tokens_out = _int(usage.get("completion_tokens"))
     content = message.get("content")

@@ -136,7 +136,13 @@ _Record = TypeVar("_Record", PublicCase, PrivateOracle)
 def _read_records(files: list[Path], model: type[_Record]) -> list[_Record]:
     out: list[_Record] = []
     for path in files:
-        for line, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        data = path.read_bytes()
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise InputError(f"not UTF-8 text: {exc.reason}", path=str(path), line=line) from exc
+        for line, text in enumerate(content.splitlines(), start=1):
             if text.strip():
                 try:
                     out.append(model.model_validate_json(text))

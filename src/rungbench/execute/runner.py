@@ -5,6 +5,7 @@ A run lives in ``<out>/runs/<run_id>/``::
     manifest.json      run identity: schedule digest, agent description, retry policy
     objects/sha256/…   the schedule record, every request's bytes, every response
     events.jsonl       session, attempt, tool_event and final records (crash-safe)
+    .lock              flock held while a process executes the run (one at a time)
 
 Rules (seed 000; DESIGN.md "Provider outcomes"):
 
@@ -21,11 +22,13 @@ Rules (seed 000; DESIGN.md "Provider outcomes"):
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -357,12 +360,56 @@ def execute_run(
 
     ``max_cells`` sends at most that many pending cells in this session (the rest wait
     for a resume). Refuses (reason ``different``) when ``agent`` is not the agent the
-    manifest names.
+    manifest names, and (reason ``run_busy``) while another process executes the run.
     """
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, got {concurrency!r}", field="concurrency")
     started = time.perf_counter()
     manifest, schedule = load_run(run_dir)
+    with _exclusive(run_dir):
+        return _execute(
+            run_dir, manifest, schedule, agent, validator, concurrency, progress, max_cells,
+            sleep, started,
+        )
+
+
+LOCK = ".lock"
+
+
+@contextlib.contextmanager
+def _exclusive(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the run while it executes.
+
+    Two processes resuming one run at once would both send its pending cells; the
+    second is refused instead. The kernel drops the lock when its holder dies
+    (SIGKILL included), so a crashed run never blocks its own resume.
+    """
+    with open(run_dir / LOCK, "a+b") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Refusal(
+                [Reason("run_busy", "another process is executing this run", subject=str(run_dir))],
+                gate="run",
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _execute(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    schedule: Schedule,
+    agent: Agent,
+    validator: Validator | None,
+    concurrency: int,
+    progress: ProgressHook | None,
+    max_cells: int | None,
+    sleep: Callable[[float], None],
+    started: float,
+) -> RunSummary:
     _check_agent(manifest, agent)
     session = _Session(run_dir, agent, RetryPolicy.from_json(manifest["policy"]), validator, sleep)
     torn = session.log.repair()
