@@ -10,17 +10,19 @@ import chess.engine
 import pytest
 
 import chess
+from rungbench.chess import engine as engine_module
 from rungbench.chess.engine import (
     DEFAULT_ENGINE,
     EngineConfig,
     EngineError,
+    bench_signature,
     identify,
     line_json,
     lines_json,
     search,
     start_uci,
 )
-from rungbench.chess.workspace import Workspace
+from rungbench.chess.workspace import Workspace, read_json
 
 ITALIAN = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
 CONFIG = EngineConfig(nodes=3_000)
@@ -48,6 +50,19 @@ def test_identity_records_binary_name_bench_and_options(
     assert ident.digest.startswith("sha256:")
 
 
+def test_identity_options_are_the_values_actually_sent(
+        engine: chess.engine.SimpleEngine, tmp_path: Path) -> None:
+    """After a search, every option python-chess has sent holds the value the identity records
+    (python-chess switches UCI_AnalyseMode and Ponder itself; the identity must agree)."""
+    board = chess.Board(ITALIAN)
+    search(engine, board, CONFIG)
+    ident = identify(engine, CONFIG, Workspace(tmp_path))
+    sent = {name: value for name, value in engine.protocol.config.items()
+            if ident.options[name]["type"] != "button"}
+    assert {"Threads", "Hash", "UCI_ShowWDL", "UCI_AnalyseMode", "MultiPV", "Ponder"} <= set(sent)
+    assert {name: ident.options[name]["value"] for name in sent} == sent
+
+
 def test_cleared_hash_search_repeats_bit_for_bit(engine: chess.engine.SimpleEngine) -> None:
     """Two node-limited searches of one FEN, each after Clear Hash, give identical lines."""
     board = chess.Board(ITALIAN)
@@ -73,3 +88,50 @@ def test_missing_binary_is_an_engine_error(tmp_path: Path) -> None:
     """Starting a binary that does not exist raises EngineError naming it."""
     with pytest.raises(EngineError, match="cannot start"):
         start_uci(EngineConfig(path=tmp_path / "nope"))
+
+
+def test_wdl_is_the_engines_report_from_the_root_players_view() -> None:
+    """Black to move: the recorded WDL is the engine's own triple turned to Black's view,
+    even when the centipawn score points the other way (WDL is never derived from cp)."""
+    board = chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2")
+    info: chess.engine.InfoDict = {
+        "pv": [chess.Move.from_uci("b8c6"), chess.Move.from_uci("f1b5")],
+        "score": chess.engine.PovScore(chess.engine.Cp(900), chess.WHITE),
+        "wdl": chess.engine.PovWdl(chess.engine.Wdl(100, 200, 700), chess.WHITE),
+        "depth": 9, "seldepth": 12, "nodes": 3000}
+    line = line_json(board, info, 1)
+    assert line["wdl"] == [700, 200, 100]
+    assert line["score"] == {"cp": -900}
+    assert (line["san"], line["forcing"], line["pv"]) == ("Nc6", False, ["b8c6", "f1b5"])
+    assert line["search"] == {"depth": 9, "seldepth": 12, "nodes": 3000}
+
+
+def test_default_contract_is_the_registered_one() -> None:
+    """50,000 nodes, one thread, 256 MB hash, MultiPV 10 and WDL reporting by default."""
+    config = EngineConfig()
+    assert (config.nodes, config.threads, config.hash_mb, config.multipv) == (50_000, 1, 256, 10)
+    assert config.uci_options() == {"Threads": 1, "Hash": 256, "UCI_ShowWDL": True,
+                                    "UCI_AnalyseMode": True}
+    assert config.to_json()["nodes"] == 50_000
+
+
+def test_bench_record_is_rechecked_not_trusted(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bench record naming another binary or holding a malformed count is re-measured."""
+    calls: list[Path] = []
+
+    def fake_bench(path: Path) -> int:
+        calls.append(path)
+        return 3_467_381
+
+    monkeypatch.setattr(engine_module, "run_bench", fake_bench)
+    monkeypatch.setattr(engine_module, "_BENCH_MEMO", {})
+    ws = Workspace(tmp_path)
+    sha = "sha256:" + "a" * 64
+    record = ws.root / "cache" / "bench" / f"{'a' * 64}.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"bench_nodes":"many","sha256":"' + sha + '"}')
+    assert bench_signature(DEFAULT_ENGINE, sha, ws) == 3_467_381 and len(calls) == 1
+    assert read_json(record) == {"bench_nodes": 3_467_381, "sha256": sha}
+    monkeypatch.setattr(engine_module, "_BENCH_MEMO", {})
+    assert bench_signature(DEFAULT_ENGINE, sha, ws) == 3_467_381 and len(calls) == 1

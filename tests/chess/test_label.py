@@ -9,20 +9,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chess.engine import SimpleEngine, UciProtocol
 
 import chess
+from rungbench.chess import label as label_module
 from rungbench.chess import publish as publish_module
+from rungbench.chess.cache import CacheKey, SearchCache, make_record
 from rungbench.chess.cohort import freeze_cohort
 from rungbench.chess.engine import EngineConfig
 from rungbench.chess.idle import IdleGate
-from rungbench.chess.label import LabelConfig, run_label_stage
+from rungbench.chess.label import LabelConfig, judge, run_label_stage
 from rungbench.chess.pool import PoolConfig, freeze_pool, load_pool
+from rungbench.chess.position import Lineage, Position, describe
 from rungbench.chess.publish import verify_stage
 from rungbench.chess.qualify import qualify
 from rungbench.chess.stage_records import json_schemas, read_stage
 from rungbench.chess.workspace import Workspace
 from rungbench.errors import IntegrityError, Refusal
-from rungbench.evidence.canonical import bytes_digest, loads_canonical
+from rungbench.evidence.canonical import bytes_digest, digest, loads_canonical
 
 NODES = 3_000
 OPEN_GATE = IdleGate(max_load=1e9)
@@ -89,7 +93,14 @@ def test_candidate_list_is_pass_a_ranks_1_to_10(two_runs: dict[str, Any]) -> Non
         assert [c["uci"] for c in doc["candidates"]] == [
             line["uci"] for line in record["payload"]["lines"][:10]]
         board = chess.Board(doc["fen"])
-        for item in doc["candidates"]:
+        assert doc["engine"] == record["key"]["engine"] and doc["contract"]["nodes"] == NODES
+        for item, line in zip(doc["candidates"], record["payload"]["lines"], strict=False):
+            move = chess.Move.from_uci(item["uci"])
+            assert item["san"] == board.san(move)
+            assert (item["score"], item["wdl"], item["search"]) == (
+                line["score"], line["wdl"], line["search"])
+            assert set(item["search"]) == {"depth", "seldepth", "nodes"}
+            assert len(item["score"]) == 1 and set(item["score"]) <= {"cp", "mate"}
             replay = board.copy()
             for uci in item["pv"]:
                 move = chess.Move.from_uci(uci)
@@ -177,3 +188,134 @@ def test_tampered_stage_files_are_detected(two_runs: dict[str, Any], tmp_path: P
     victim.write_bytes(victim.read_bytes().replace(b'"pass":"A"', b'"pass":"B"'))
     with pytest.raises(IntegrityError):
         read_stage(ws.stage)
+
+
+def test_gate_clear_and_search_order(two_runs: dict[str, Any], tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the wire: idle gate before engine start, before each uncached search (then Clear
+    Hash, then ``go``) and before publication; cached passes get no clear and no search."""
+    ws = _copy(two_runs["ws1"], tmp_path / "ws")
+    for entry in sorted(ws.index_dir.iterdir())[:3]:
+        entry.unlink()
+    events: list[str] = []
+    check, send_line = IdleGate.check, UciProtocol.send_line
+    start = label_module.start_uci
+
+    def spy_check(self: IdleGate, moment: str, *, own: int = 0) -> float:
+        events.append(f"gate {moment}")
+        return check(self, moment, own=own)
+
+    def spy_send(self: UciProtocol, line: str) -> None:
+        if line == "setoption name Clear Hash" or line.startswith(("go ", "ucinewgame")):
+            events.append(line.split()[0] if line != "setoption name Clear Hash" else "clear")
+        send_line(self, line)
+
+    def spy_start(engine_config: EngineConfig) -> SimpleEngine:
+        events.append("start")
+        return start(engine_config)
+
+    monkeypatch.setattr(IdleGate, "check", spy_check)
+    monkeypatch.setattr(UciProtocol, "send_line", spy_send)
+    monkeypatch.setattr(label_module, "start_uci", spy_start)
+    result = run_label_stage(ws, config(), OPEN_GATE)
+    assert result["run"]["searches"] == 3 and result["manifest"] == two_runs["run1"]["manifest"]
+    assert events == ["gate before engine start", "start",
+                      "gate before an uncached search", "clear", "ucinewgame", "go",
+                      *["gate before an uncached search", "clear", "go"] * 2,
+                      "gate before publication"]
+
+
+def test_busy_host_at_publication_publishes_nothing(two_runs: dict[str, Any],
+                                                    tmp_path: Path) -> None:
+    """Load rising after the last pass refuses host_busy before publication; no stage appears."""
+    ws = _copy(two_runs["ws1"], tmp_path / "ws")
+    readings = iter([0.0, 99.0])
+    with pytest.raises(Refusal) as caught:
+        run_label_stage(ws, config(), IdleGate(max_load=1.0, read_load=lambda: next(readings)))
+    assert caught.value.codes == ("host_busy",)
+    assert caught.value.reasons[0].subject == "before publication"
+    assert not ws.stage.exists() and not list(ws.root.glob(".stage-*"))
+
+
+def _reseal(record: dict[str, Any]) -> dict[str, Any]:
+    record["payload_digest"] = digest(record["payload"])
+    return record
+
+
+def test_disagreeing_pass_b_is_an_exclusion_without_more_search(
+        two_runs: dict[str, Any], tmp_path: Path) -> None:
+    """A valid pass B whose top two moves are swapped excludes the position with its reasons:
+    no third search, no bigger budget, and pass B's list is never published."""
+    ws = _copy(two_runs["ws1"], tmp_path / "ws")
+    labels = loads_canonical((two_runs["ws1"].stage / "labels.json").read_bytes())
+    victim = next(row for row in labels if not row["excluded"])
+    record = ws.store.get_json(victim["records"]["B"])
+    lines = record["payload"]["lines"]
+    lines[0], lines[1] = lines[1], lines[0]
+    lines[0]["rank"], lines[1]["rank"] = 1, 2
+    key = CacheKey(record["key"]["engine"], record["key"]["contract"], record["key"]["fen"], "B")
+    SearchCache(ws).put(key, _reseal(record))
+    result = run_label_stage(ws, config(), OPEN_GATE)
+    assert result["run"]["searches"] == 0 and result["run"]["cache_hits"] == 2 * len(labels)
+    rows = {row["key"]: row for row in loads_canonical((ws.stage / "labels.json").read_bytes())}
+    row = rows[victim["key"]]
+    assert row["excluded"] and row["label"] is None and row["candidates"] is None
+    assert row["reasons"][:2] == ["top_move_changed", "ranks_1_6_changed"]
+    assert result["exclusions"]["top_move_changed"] == 1 + two_runs["run1"]["exclusions"][
+        "top_move_changed"]
+    entries = loads_canonical((ws.stage / "manifest.json").read_bytes())["entries"]
+    assert victim["key"] not in [k for k, _ in entries]
+    stage = loads_canonical((ws.stage / "stage.json").read_bytes())
+    assert stage["contract"]["nodes"] == NODES
+
+
+def _line(board: chess.Board, move: chess.Move, rank: int, wdl: list[int]) -> dict[str, Any]:
+    return {"rank": rank, "uci": move.uci(), "san": board.san(move), "score": {"cp": 50 - rank},
+            "wdl": wdl, "forcing": False, "search": {"depth": 9, "seldepth": 12, "nodes": 99},
+            "pv": [move.uci()]}
+
+
+def _records(order_b: list[int]) -> tuple[Position, tuple[dict[str, Any], str],
+                                          tuple[dict[str, Any], str]]:
+    board = chess.Board()
+    moves = sorted(board.legal_moves, key=lambda m: m.uci())[:10]
+    wdls = [[100 - 5 * i, 900 + 5 * i, 0] for i in range(10)]
+    pos = describe(board, Lineage("t", "sha256:" + "0" * 64, "row 1", "g", "puzzle"), split="s")
+    out = []
+    for pass_, order in (("A", list(range(10))), ("B", order_b)):
+        key = CacheKey("sha256:" + "1" * 64, {"nodes": NODES}, pos.fen, pass_)  # type: ignore[arg-type]
+        lines = [_line(board, moves[i], rank, wdls[i]) for rank, i in enumerate(order, start=1)]
+        out.append((make_record(key, lines), f"sha256:{pass_ * 64}".lower()))
+    return pos, out[0], out[1]
+
+
+def test_stable_position_presents_pass_a_not_pass_b() -> None:
+    """Pass B with ranks 7-10 reordered is stable, and the list is pass A's order, not B's."""
+    pos, rec_a, rec_b = _records([0, 1, 2, 3, 4, 5, 9, 8, 7, 6])
+    outcome = judge(pos, rec_a, rec_b)
+    assert outcome.reasons == () and outcome.label == "ambiguous"
+    assert outcome.candidates is not None
+    assert [c["uci"] for c in outcome.candidates["candidates"]] == [
+        line["uci"] for line in rec_a[0]["payload"]["lines"]]
+    assert outcome.candidates["record"] == rec_a[1] and outcome.candidates["pass"] == "A"
+    assert outcome.records == (rec_a[1], rec_b[1])
+
+
+def test_unstable_position_has_no_candidate_list() -> None:
+    """Pass B with rank 6 and 7 swapped is excluded as ranks_1_6_changed; nothing presented."""
+    pos, rec_a, rec_b = _records([0, 1, 2, 3, 4, 6, 5, 7, 8, 9])
+    outcome = judge(pos, rec_a, rec_b)
+    assert outcome.reasons == ("ranks_1_6_changed",)
+    assert outcome.label is None and outcome.candidates is None
+
+
+def test_stage_record_names_engine_contract_and_gate(two_runs: dict[str, Any]) -> None:
+    """stage.json records Stockfish's name and bench signature, the node budget, the gate."""
+    stage = loads_canonical((two_runs["ws1"].stage / "stage.json").read_bytes())
+    assert stage["engine"]["name"] == "Stockfish 15.1"
+    assert stage["engine"]["bench_nodes"] == 3_467_381
+    assert stage["contract"] == {"path": str(EngineConfig().path), "nodes": NODES, "threads": 1,
+                                 "hash_mb": 256, "multipv": 10}
+    assert stage["idle_gate"] == {"metric": "loadavg_1m", "max_load": 1e9,
+                                  "own_engines_discounted": True}
+    assert stage["passes"] == ["A", "B"] and stage["role"] == "label"

@@ -59,3 +59,32 @@ def test_demo_stage_labels_and_publishes(tmp_path: Path) -> None:
     assert summary["labelled"] + summary["excluded"] == summary["pool_positions"]
     assert summary["manifest"].startswith("sha256:")
     assert Path(summary["stage"], "manifest.json").is_file()
+
+
+def test_label_run_refuses_with_exit_3_before_any_engine(tmp_path: Path) -> None:
+    """`label run --workers 2` on an empty workspace refuses (exit 3) with reason codes."""
+    code, doc = invoke("label", "run", "--work", str(tmp_path), "--workers", "2",
+                       "--max-load", "1000000")
+    assert code == 3 and doc["error"] == "refusal"
+    assert {r["code"] for r in doc["reasons"]} == {
+        "pool_absent", "cohort_absent", "qualification_absent"}
+
+
+def test_label_run_bad_engine_is_one_line_exit_1(tmp_path: Path,
+                                                 make_workspace: Any) -> None:
+    """A missing engine binary: exit 1 and exactly one error line on stderr (no --json)."""
+    ws = make_workspace(tmp_path / "ws")
+    result = RUNNER.invoke(app, ["label", "run", "--work", str(ws.root), "--engine",
+                                 str(tmp_path / "no-engine"), "--max-load", "1000000"])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no-engine" in lines[0] and lines[0].startswith("error")
+    assert result.stdout == ""
+
+
+def test_every_command_takes_json() -> None:
+    """pool freeze, cohort freeze, label qualify/preflight/run all accept --json."""
+    for args in (["pool", "freeze"], ["cohort", "freeze"], ["label", "qualify"],
+                 ["label", "preflight"], ["label", "run"]):
+        result = RUNNER.invoke(app, [*args, "--help"])
+        assert result.exit_code == 0 and "--json" in result.stdout, args

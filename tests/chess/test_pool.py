@@ -16,15 +16,18 @@ from rungbench.chess.pool import (
     bundled_data_dir,
     freeze_pool,
     load_pool,
+    select_positions,
     split_of,
     stale_sources,
 )
+from rungbench.chess.position import COLOURS, PHASES, Lineage, describe
 from rungbench.chess.workspace import Workspace
 from rungbench.errors import Refusal
 
 PUZZLES = bundled_data_dir() / "lichess_puzzles" / "puzzles.csv"
 GAMES = bundled_data_dir() / "kaggle_chess_positions" / "filtered_chess_positions.jsonl"
 SMALL = [PoolSource("lichess_puzzles", PUZZLES, 2), PoolSource("pgn_jsonl", GAMES, 2)]
+LINEAGE = Lineage("t", "sha256:" + "0" * 64, "row 1", "game:1", "puzzle")
 FIRST_FEN = "r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19"
 
 
@@ -49,9 +52,13 @@ def test_full_bundled_pool_invariants() -> None:
     assert all(p["width"] >= 10 for p in positions)
     assert len({p["family"] for p in positions}) == len(positions)
     splits: dict[str, set[str]] = defaultdict(set)
+    per_game: dict[str, int] = defaultdict(int)
     for p in positions:
         splits[p["lineage"]["game"]].add(p["split"])
+        per_game[p["lineage"]["game"]] += 1
     assert all(len(s) == 1 for s in splits.values())
+    assert sum(1 for n in per_game.values() if n >= 2) > 100  # the invariant is exercised
+    assert {s for (s,) in splits.values()} == {"dev", "test"}
     assert doc["candidates"] == 2 * 1000 + 176
     assert doc["candidates"] == len(positions) + sum(doc["dropped"].values())
 
@@ -106,3 +113,37 @@ def test_freeze_roundtrip_and_stale_source(tmp_path: Path) -> None:
     assert stale_sources(pool.document) == []
     src.write_text(src.read_text() + "\n")
     assert [r.code for r in stale_sources(pool.document)] == ["pool_source_stale"]
+
+
+def test_width_floor_keeps_ten_and_drops_nine() -> None:
+    """Exactly 10 legal root moves is kept; 9 is dropped as fewer_than_min_width, not relaxed."""
+    ten = describe(chess.Board("8/8/8/8/3K4/8/P7/k7 w - - 0 1"), LINEAGE)
+    nine = describe(chess.Board("8/8/8/8/3K4/P7/8/k7 w - - 0 1"), LINEAGE)
+    assert (ten.width, nine.width) == (10, 9)
+    assert PoolConfig().min_width == 10
+    kept, dropped = select_positions([nine, ten], PoolConfig(reserve=0))
+    assert [p.key for p in kept] == [ten.key]
+    assert dropped == {"fewer_than_min_width": 1}
+
+
+def test_mirror_duplicate_from_another_game_is_dropped() -> None:
+    """A colour mirror of a kept position from a different game is dropped, so no family
+    (and no game) can straddle two splits."""
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    other = Lineage("t", LINEAGE.source_digest, "row 2", "game:2", "puzzle")
+    kept, dropped = select_positions(
+        [describe(board, LINEAGE), describe(board.mirror(), other)],
+        PoolConfig(reserve=0, splits=(("a", 1), ("b", 1))))
+    assert len(kept) == 1 and kept[0].lineage.game == "game:1"
+    assert dropped == {"duplicate_family": 1}
+
+
+def test_shortfall_in_one_split_is_not_covered_by_another() -> None:
+    """Split 'b' gets no games: its cells refuse although split 'a' holds surplus positions."""
+    config = PoolConfig(splits=(("a", 1), ("b", 0)), reserve=1,
+                        reserve_overrides={f"a/{ph}/{c}": 0 for ph in PHASES for c in COLOURS})
+    with pytest.raises(Refusal) as caught:
+        build_pool(SMALL, config)
+    assert {r.subject for r in caught.value.reasons} == {
+        f"b/{ph}/{c}" for ph in PHASES for c in COLOURS}
+    assert all(r.data == {"have": 0, "quota": 1} for r in caught.value.reasons)

@@ -74,3 +74,21 @@ def test_invalid_fen_names_the_source() -> None:
     """A malformed FEN raises InputError naming the path and line."""
     with pytest.raises(InputError, match=r"src\.csv:7"):
         board_from_fen("not a fen", path="src.csv", line=7)
+
+
+def test_pinned_en_passant_capture_drops_the_square() -> None:
+    """A pawn stands ready to take en passant but the capture would expose its king: no e3."""
+    board = chess.Board("8/8/8/8/k2pP2R/8/8/4K3 b - e3 0 1")
+    assert board.has_pseudo_legal_en_passant() and not board.has_legal_en_passant()
+    assert normalized_key(board) == "8/8/8/8/k2pP2R/8/8/4K3 b - -"
+    assert describe(board, LINEAGE).fen == "8/8/8/8/k2pP2R/8/8/4K3 b - - 0 1"
+
+
+def test_mirror_family_is_the_smaller_key_and_keeps_legal_en_passant() -> None:
+    """The family is min(key, mirrored key); the mirror keeps a legal en-passant square."""
+    board = chess.Board("rnbqkbnr/ppp1pppp/8/8/3pP3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 3")
+    mirrored = board.mirror()
+    assert normalized_key(mirrored) == "rnbqkbnr/pppp1ppp/8/3Pp3/8/8/PPP1PPPP/RNBQKBNR w KQkq e6"
+    assert mirror_family(board) == min(normalized_key(board), normalized_key(mirrored))
+    assert mirror_family(mirrored.mirror()) == mirror_family(board)
+    assert mirror_family(board) != mirror_family(chess.Board())

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 import chess
+from rungbench.chess import publish as publish_module
 from rungbench.chess.position import Lineage, describe
 from rungbench.chess.publish import Outcome, flow_report, manifest_document
+from rungbench.chess.workspace import Workspace
 from rungbench.evidence.canonical import digest
 
 LINEAGE = Lineage("t", "sha256:" + "0" * 64, "row 1", "game:1", "puzzle")
@@ -40,3 +46,40 @@ def test_flow_report_counts_primary_and_all_reasons_and_cells() -> None:
         "planned": 1, "excluded": 1, "tactical": 0, "ambiguous": 0, "quiet": 0,
         "unclassified": 0}
     assert (report["labelled"], report["excluded"], report["planned_passes"]) == (2, 1, 6)
+
+
+def test_crash_while_writing_leaves_no_stage(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure after some stage files are written leaves no stage and no temp directory."""
+    ws = Workspace(tmp_path)
+    ws.root.mkdir(exist_ok=True)
+    files = {"candidates/ab.json": b"1", "manifest.json": b"2", "stage.json": b"3"}
+    written: list[str] = []
+    real = publish_module.write_canonical_bytes
+
+    def failing(path: str, data: bytes) -> None:
+        if len(written) == 2:
+            raise OSError("disk full")
+        written.append(path)
+        real(path, data)
+
+    monkeypatch.setattr(publish_module, "write_canonical_bytes", failing)
+    with pytest.raises(OSError):
+        publish_module._write_stage(ws, files)
+    assert len(written) == 2 and not ws.stage.exists()
+    assert list(ws.root.iterdir()) == []
+
+
+def test_leftover_temp_stage_from_a_killed_run_is_cleared(tmp_path: Path) -> None:
+    """A temp stage directory left by a SIGKILLed publication is removed; the stage appears
+    complete, with exactly the files given."""
+    ws = Workspace(tmp_path)
+    leftover = tmp_path / ".stage-killed"
+    (leftover / "candidates").mkdir(parents=True)
+    (leftover / "manifest.json").write_bytes(b"partial")
+    files = {"candidates/ab.json": b"1", "manifest.json": b"2", "stage.json": b"3"}
+    publish_module._write_stage(ws, files)
+    assert not leftover.exists()
+    assert sorted(p.relative_to(ws.stage).as_posix() for p in ws.stage.rglob("*.json")) == sorted(
+        files)
+    assert (ws.stage / "manifest.json").read_bytes() == b"2"

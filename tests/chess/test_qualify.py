@@ -17,7 +17,7 @@ from rungbench.chess.cohort import freeze_cohort, load_cohort
 from rungbench.chess.engine import EngineConfig
 from rungbench.chess.idle import IdleGate
 from rungbench.chess.label import LabelConfig, exclusive, run_label_stage
-from rungbench.chess.pool import PoolConfig, freeze_pool, load_pool
+from rungbench.chess.pool import PoolConfig, PoolSource, freeze_pool, load_pool
 from rungbench.chess.qualify import preflight, qualify
 from rungbench.chess.workspace import Workspace
 from rungbench.errors import Refusal
@@ -202,4 +202,29 @@ def test_second_concurrent_run_is_refused(
     with exclusive(ws), pytest.raises(Refusal) as caught:
         run_label_stage(ws, LabelConfig(engine=EngineConfig(nodes=1000)), IdleGate(max_load=1e9))
     assert caught.value.codes == ("workspace_busy",)
+    assert engine_starts == []
+
+
+def test_pool_source_changed_after_freeze(tmp_path: Path, label_data: Any,
+                                          engine_starts: list[str]) -> None:
+    """Editing a pool source file after the freeze refuses with pool_source_stale, no engine."""
+    src = tmp_path / "puzzles.csv"
+    shutil.copy(label_data.puzzles, src)
+    ws = Workspace(tmp_path / "ws")
+    freeze_pool(ws, [PoolSource("lichess_puzzles", src, 3)], PoolConfig(reserve=0))
+    freeze_cohort(ws, "pilot", label_data.pilot, terminal=True)
+    freeze_cohort(ws, "replication", label_data.replication, terminal=True)
+    qualify(ws)
+    preflight(ws)
+    src.write_bytes(src.read_bytes() + b"\n")
+    assert refused(ws, engine_starts) == {"pool_source_stale"}
+
+
+def test_cohort_set_different_from_the_qualified_one(
+        tmp_path: Path, make_workspace: Callable[..., Workspace], engine_starts: list[str]) -> None:
+    """A qualification built for (pilot, replication) does not clear a run naming only pilot."""
+    ws = make_workspace(tmp_path)
+    with pytest.raises(Refusal) as caught:
+        preflight(ws, ("pilot",))
+    assert "cohort_set_different" in caught.value.codes
     assert engine_starts == []

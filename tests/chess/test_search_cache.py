@@ -6,9 +6,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import chess
 from rungbench.chess.cache import CacheKey, SearchCache, make_record, record_problems
 from rungbench.chess.workspace import Workspace
+from rungbench.errors import IntegrityError
 from rungbench.evidence.canonical import digest
 
 START = chess.STARTING_FEN
@@ -95,3 +98,75 @@ def test_corrupt_object_under_the_same_name_is_replaced(tmp_path: Path) -> None:
     path.write_bytes(b"{}")
     cache.put(KEY, make_record(KEY, lines()))
     assert ws.store.get_json(stored) == make_record(KEY, lines())
+
+
+def _edit(record: dict[str, Any], where: str) -> None:
+    """Apply one named corruption to a record and re-seal its payload digest."""
+    lines_ = record["payload"]["lines"]
+    if where == "schema":
+        record["schema"] = "rungbench.chess.search/0"
+    elif where.startswith("key."):
+        record["key"][where[4:]] = {"engine": "sha256:" + "2" * 64, "contract": {"nodes": 11},
+                                    "role": "evaluate"}[where[4:]]
+    elif where == "illegal_root":
+        lines_[2]["uci"] = lines_[2]["pv"][0] = "e2e5"
+    elif where == "rank_order":
+        lines_[0]["rank"], lines_[1]["rank"] = 2, 1
+    elif where == "pv_head":
+        lines_[4]["pv"][0] = lines_[5]["uci"]
+    record["payload_digest"] = digest(record["payload"])
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    ("schema", ["schema"]),
+    ("key.engine", ["key.engine"]),
+    ("key.contract", ["key.contract"]),
+    ("key.role", ["key.role"]),
+    ("illegal_root", ["rank 3: candidate 'e2e5' not legal at rank"]),
+    ("rank_order", ["rank 1: candidate 'a2a3' not legal at rank",
+                    "rank 2: candidate 'a2a4' not legal at rank"]),
+    ("pv_head", ["rank 5: candidate 'b2b3' not legal at rank"]),
+])
+def test_each_revalidation_check_rejects(where: str, expected: list[str]) -> None:
+    """Schema, engine identity, contract, role, candidate legality, rank order and PV head
+    are each checked, even when the payload digest was re-sealed to match."""
+    record = make_record(KEY, lines())
+    assert record_problems(record, KEY) == []
+    _edit(record, where)
+    assert record_problems(record, KEY) == expected
+
+
+def test_valid_record_with_wrong_index_key_is_quarantined(tmp_path: Path) -> None:
+    """An index entry naming another key's digest is unreadable and is moved out of reach."""
+    ws = Workspace(tmp_path)
+    cache = SearchCache(ws)
+    cache.put(KEY, make_record(KEY, lines()))
+    other = CacheKey(KEY.engine, KEY.contract, KEY.fen, "B")
+    os.replace(cache.index_path(KEY), cache.index_path(other))
+    found = cache.lookup(other)
+    assert found.record is None and found.rejected[0].startswith("unreadable")
+    assert not cache.index_path(other).exists()
+
+
+def test_invalid_record_is_never_written(tmp_path: Path) -> None:
+    """put refuses a record that revalidation would reject; no index entry, no object."""
+    ws = Workspace(tmp_path)
+    cache = SearchCache(ws)
+    bad = lines()
+    bad[0]["pv"] = [bad[0]["uci"], "e7e4"]
+    with pytest.raises(IntegrityError, match="PV move 2 'e7e4' is illegal"):
+        cache.put(KEY, make_record(KEY, bad))
+    assert not cache.index_path(KEY).exists() and list(ws.store.iter_digests()) == []
+
+
+def test_remembered_record_is_rechecked_against_the_index(tmp_path: Path) -> None:
+    """A key whose index entry was repointed after the write goes through full revalidation."""
+    ws = Workspace(tmp_path)
+    cache = SearchCache(ws)
+    cache.put(KEY, make_record(KEY, lines()))
+    other = make_record(KEY, lines()[:9])
+    other_digest = ws.store.put_json(other)
+    cache.index_path(KEY).write_text(
+        '{"key":"' + KEY.digest + '","record":"' + other_digest + '"}')
+    found = cache.lookup(KEY)
+    assert found.record == other and found.record_digest == other_digest

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,9 +62,9 @@ class CacheKey:
         return {"engine": self.engine, "contract": self.contract, "fen": self.fen,
                 "pass": self.pass_, "role": self.role}
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """Digest of the key (names the index entry)."""
+        """Digest of the key (names the index entry); computed once per key object."""
         return digest(self.to_json())
 
 
@@ -129,11 +130,33 @@ class Lookup:
 
 
 class SearchCache:
-    """The workspace's cache of search records."""
+    """The workspace's cache of search records.
+
+    Records this object wrote or fully revalidated are remembered (key digest → record
+    digest and record). Looking such a key up again still re-reads its index entry and
+    re-hashes the stored bytes, so a record changed on disk is never reused; only the
+    parse and the legality replay, whose verdict is fixed by those bytes, are skipped.
+    """
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.store = workspace.store
+        self._verified: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def _recheck(self, key: CacheKey, path: Path) -> Lookup | None:
+        """Return the remembered record of ``key`` if its index and bytes are unchanged."""
+        known = self._verified.pop(key.digest, None)
+        if known is None or not path.is_file():
+            return None
+        try:
+            entry = loads_canonical(path.read_bytes(), path=str(path))
+            if entry != {"key": key.digest, "record": known[0]}:
+                return None
+            self.store.get_bytes(known[0])  # re-hashes the stored bytes
+        except (InputError, IntegrityError, OSError):
+            return None
+        self._verified[key.digest] = known
+        return Lookup(known[1], known[0], [])
 
     def index_path(self, key: CacheKey) -> Path:
         """Return the index file of ``key``."""
@@ -142,6 +165,9 @@ class SearchCache:
     def lookup(self, key: CacheKey) -> Lookup:
         """Return the revalidated record of ``key``; quarantine it when it fails."""
         path = self.index_path(key)
+        rechecked = self._recheck(key, path)
+        if rechecked is not None:
+            return rechecked
         if not path.is_file():
             return Lookup(None, None, [])
         record_digest: str | None = None
@@ -161,14 +187,21 @@ class SearchCache:
         if problems:
             self._quarantine(path, record_digest)
             return Lookup(None, None, problems)
+        self._verified[key.digest] = (record_digest, record)
         return Lookup(record, record_digest, [])
 
     def put(self, key: CacheKey, record: dict[str, Any]) -> str:
         """Store ``record`` and point the index at it; return its digest.
 
-        A corrupt object already sitting under the same name is quarantined first,
-        because the store's idempotent put would otherwise keep the bad bytes.
+        The record must pass the same revalidation a restart applies (fail closed: a
+        record that could not be reused is never written). A corrupt object already
+        sitting under the same name is quarantined first, because the store's
+        idempotent put would otherwise keep the bad bytes.
         """
+        problems = record_problems(record, key)
+        if problems:
+            raise IntegrityError(f"refusing to cache an invalid record for {key.fen!r} "
+                                 f"pass {key.pass_}: {problems}")
         data = canonical_bytes(record)
         record_digest = bytes_digest(data)
         if self.store.has(record_digest):
@@ -178,6 +211,7 @@ class SearchCache:
                 self._quarantine_object(record_digest)
         self.store.put_bytes(data)
         write_canonical(self.index_path(key), {"key": key.digest, "record": record_digest})
+        self._verified[key.digest] = (record_digest, loads_canonical(data))  # a private copy
         return record_digest
 
     def _quarantine(self, index_path: Path, record_digest: str | None) -> None:

@@ -56,8 +56,14 @@ class EngineConfig:
     """Lines per search, passed to ``analyse``."""
 
     def uci_options(self) -> dict[str, int | bool]:
-        """Return the options set through ``configure``."""
-        return {"Threads": self.threads, "Hash": self.hash_mb, "UCI_ShowWDL": True}
+        """Return the options set through ``configure``.
+
+        ``UCI_AnalyseMode`` is set explicitly: python-chess's ``analyse`` would otherwise
+        switch it on behind the identity's back (Stockfish's default is false), and the
+        identity must record the value actually in force.
+        """
+        return {"Threads": self.threads, "Hash": self.hash_mb, "UCI_ShowWDL": True,
+                "UCI_AnalyseMode": True}
 
     def to_json(self) -> dict[str, Any]:
         """Return the contract as recorded in every cache key."""
@@ -113,16 +119,27 @@ def bench_signature(path: Path, sha256: str, workspace: Workspace) -> int:
     """Return the bench signature of the binary hashing to ``sha256``, cached per binary.
 
     The signature is a property of the binary, so it is computed once per binary and
-    process and recorded in the workspace (``cache/bench/<hex>.json``).
+    process and recorded in the workspace (``cache/bench/<hex>.json``). A record that is
+    malformed, names another binary or disagrees with this process's measurement is
+    re-measured and rewritten, never trusted.
     """
     cached = workspace.root / "cache" / "bench" / f"{sha256[7:]}.json"
-    if sha256 not in _BENCH_MEMO and cached.is_file():
-        record = read_json(cached)
-        if isinstance(record, dict) and record.get("sha256") == sha256:
-            _BENCH_MEMO[sha256] = int(record["bench_nodes"])
+    expected_keys = {"sha256", "bench_nodes"}
+    valid = False
+    if cached.is_file():
+        try:
+            record = read_json(cached)
+        except RungbenchError:
+            record = None
+        valid = (isinstance(record, dict) and set(record) == expected_keys
+                 and record["sha256"] == sha256 and type(record["bench_nodes"]) is int
+                 and record["bench_nodes"] > 0)
+        if valid:
+            nodes = int(record["bench_nodes"])
+            valid = _BENCH_MEMO.setdefault(sha256, nodes) == nodes
     if sha256 not in _BENCH_MEMO:
         _BENCH_MEMO[sha256] = run_bench(path)
-    if not cached.is_file():
+    if not valid:
         write_canonical(cached, {"sha256": sha256, "bench_nodes": _BENCH_MEMO[sha256]})
     return _BENCH_MEMO[sha256]
 
@@ -156,23 +173,47 @@ def options_in_force(engine: chess.engine.SimpleEngine, config: EngineConfig) ->
 
 
 def identify(engine: chess.engine.SimpleEngine, config: EngineConfig,
-             workspace: Workspace) -> EngineIdentity:
-    """Return the identity of a started engine."""
-    sha = binary_digest(config.path)
+             workspace: Workspace, *, sha256: str | None = None) -> EngineIdentity:
+    """Return the identity of a started engine.
+
+    ``sha256`` is the binary's digest when the caller already computed it (the runner
+    hashes the binary while the engine processes start); otherwise it is computed here.
+    """
+    sha = binary_digest(config.path) if sha256 is None else sha256
     return EngineIdentity(sha, str(engine.id.get("name", "")),
                           bench_signature(config.path, sha, workspace),
                           options_in_force(engine, config))
 
 
+SEARCH_INFO = chess.engine.INFO_BASIC | chess.engine.INFO_SCORE | chess.engine.INFO_PV
+"""What python-chess parses from each ``info`` line (the engine's WDL is always parsed)."""
+
+
+def start_search(engine: chess.engine.SimpleEngine, board: chess.Board,
+                 config: EngineConfig) -> chess.engine.SimpleAnalysisResult:
+    """Clear the hash and start one node-limited MultiPV search of ``board``; return its handle.
+
+    ``Clear Hash`` goes out in the same command as the search, right before ``position``
+    and ``go``. Stockfish's Clear Hash runs Search::clear(), the same reset as
+    ``ucinewgame`` (hash, histories); sending both would clear 256 MB twice per search.
+    The call returns once ``go`` is sent, so the caller may do other work meanwhile.
+    """
+    return engine.analysis(board, chess.engine.Limit(nodes=config.nodes),
+                           multipv=config.multipv, info=SEARCH_INFO,
+                           options={"Clear Hash": None})
+
+
+def finish_search(handle: chess.engine.SimpleAnalysisResult) -> list[chess.engine.InfoDict]:
+    """Wait for ``bestmove`` and return the last report of every MultiPV line, in rank order."""
+    handle.wait()
+    return list(handle.multipv)
+
+
 def search(engine: chess.engine.SimpleEngine, board: chess.Board,
            config: EngineConfig) -> list[chess.engine.InfoDict]:
     """Clear the hash and run one node-limited MultiPV search of ``board``."""
-    # Stockfish's Clear Hash runs Search::clear(), the same reset as ucinewgame (hash,
-    # histories); sending both would clear 256 MB twice per search.
-    engine.configure({"Clear Hash": None})
-    infos = engine.analyse(board, chess.engine.Limit(nodes=config.nodes),
-                           multipv=config.multipv, info=chess.engine.INFO_ALL)
-    return list(infos)
+    with start_search(engine, board, config) as handle:
+        return finish_search(handle)
 
 
 def score_json(score: chess.engine.Score) -> dict[str, int]:

@@ -12,17 +12,19 @@ Order of events, each a gate that refuses rather than warns:
 6. publication (:mod:`rungbench.chess.publish`), all or nothing.
 
 Pass A runs over the whole pool before pass B. Workers are separate single-thread
-engine processes; a search's result does not depend on which worker ran it, so the
-manifest does not depend on the number of workers or on interruptions.
+engine processes, started in parallel while the binary is hashed; each is fed by one
+thread that writes the previous search's record while the engine runs the next one.
+A search's result does not depend on which worker ran it, so the manifest does not
+depend on the number of workers or on interruptions.
 """
 
 from __future__ import annotations
 
 import fcntl
-import queue
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +36,11 @@ from rungbench.chess.cache import PASSES, CacheKey, Pass, SearchCache, make_reco
 from rungbench.chess.engine import (
     EngineConfig,
     EngineIdentity,
+    binary_digest,
+    finish_search,
     identify,
     lines_json,
-    search,
+    start_search,
     start_uci,
 )
 from rungbench.chess.idle import IdleGate
@@ -148,19 +152,18 @@ def plan(pool: FrozenPool, identity: EngineIdentity, config: EngineConfig) -> li
 
 
 class EngineSet:
-    """Started engine processes shared by worker threads."""
+    """Engine processes started in parallel, one per worker."""
 
     def __init__(self, config: EngineConfig, workers: int) -> None:
         self.engines: list[chess.engine.SimpleEngine] = []
-        self.free: queue.Queue[chess.engine.SimpleEngine] = queue.Queue()
-        try:
-            for _ in range(max(1, workers)):
-                engine = start_uci(config)
-                self.engines.append(engine)
-                self.free.put(engine)
-        except BaseException:
+        count = max(1, workers)
+        with ThreadPoolExecutor(max_workers=count) as starter:
+            futures = [starter.submit(start_uci, config) for _ in range(count)]
+        failures = [f.exception() for f in futures if f.exception() is not None]
+        self.engines = [f.result() for f in futures if f.exception() is None]
+        if failures:
             self.close()
-            raise
+            raise failures[0]  # type: ignore[misc]
 
     def close(self) -> None:
         """Stop every engine process."""
@@ -172,31 +175,68 @@ class EngineSet:
         self.engines = []
 
 
-def _run_task(task: Task, engines: EngineSet, config: EngineConfig, gate: IdleGate,
-              cache: SearchCache) -> None:
-    gate.check("before an uncached search", own=len(engines.engines))
-    engine = engines.free.get()
-    try:
-        board = chess.Board(task.position.fen)
-        lines = lines_json(board, search(engine, board, config))
-    finally:
-        engines.free.put(engine)
-    cache.put(task.key, make_record(task.key, lines))
+Pending = tuple[Task, chess.Board, list[chess.engine.InfoDict]]
+"""A finished search whose record is not yet written."""
+
+
+class _Driver:
+    """Feeds one engine: while it searches, the previous search's record is written.
+
+    Per search: idle gate, then Clear Hash + search sent in one command; the record of
+    the search before is built, revalidated and stored while the engine works, so the
+    engine waits only for the gate and the hand-over, not for JSON, hashing or fsync.
+    """
+
+    def __init__(self, engine: chess.engine.SimpleEngine, config: EngineConfig, gate: IdleGate,
+                 cache: SearchCache, tick: Callable[[], None], own: int) -> None:
+        self.engine, self.config, self.gate, self.cache = engine, config, gate, cache
+        self.tick, self.own = tick, own
+        self.pending: Pending | None = None
+
+    def flush(self) -> None:
+        """Store the record of the finished search, if any."""
+        if self.pending is None:
+            return
+        (task, board, infos), self.pending = self.pending, None
+        self.cache.put(task.key, make_record(task.key, lines_json(board, infos)))
+        self.tick()
+
+    def run(self, next_task: Callable[[], Task | None]) -> None:
+        """Search tasks until none is left, then store the last record."""
+        try:
+            while (task := next_task()) is not None:
+                self.gate.check("before an uncached search", own=self.own)
+                board = chess.Board(task.position.fen)
+                with start_search(self.engine, board, self.config) as handle:
+                    self.flush()
+                    infos = finish_search(handle)
+                self.pending = (task, board, infos)
+        finally:
+            self.flush()
 
 
 def _search_all(todo: Sequence[Task], engines: EngineSet, config: EngineConfig,
                 gate: IdleGate, cache: SearchCache, tick: Callable[[], None]) -> None:
+    tasks = iter(todo)
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def next_task() -> Task | None:
+        with lock:
+            return None if stop.is_set() else next(tasks, None)
+
+    def drive(engine: chess.engine.SimpleEngine) -> None:
+        try:
+            _Driver(engine, config, gate, cache, tick, len(engines.engines)).run(next_task)
+        except BaseException:
+            stop.set()
+            raise
+
     with ThreadPoolExecutor(max_workers=len(engines.engines)) as pool:
-        futures = [pool.submit(_run_task, t, engines, config, gate, cache) for t in todo]
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in done:
-                if future.exception() is not None:
-                    for other in pending:
-                        other.cancel()
-                    raise future.exception()  # type: ignore[misc]
-                tick()
+        futures = [pool.submit(drive, engine) for engine in engines.engines]
+    for future in futures:
+        if future.exception() is not None:
+            raise future.exception()  # type: ignore[misc]
 
 
 @contextmanager
@@ -231,18 +271,23 @@ def _run_locked(workspace: Workspace, config: LabelConfig, gate: IdleGate,
     pool = load_pool(workspace.pool)
     gate.check("before engine start")
     log = RunLog()
-    engines = EngineSet(config.engine, config.workers)
+    with ThreadPoolExecutor(max_workers=1) as hasher:  # hash the binary while engines start
+        binary = hasher.submit(binary_digest, config.engine.path)
+        engines = EngineSet(config.engine, config.workers)
     try:
-        identity = identify(engines.engines[0], config.engine, workspace)
+        identity = identify(engines.engines[0], config.engine, workspace,
+                            sha256=binary.result())
         tasks = plan(pool, identity, config.engine)
         cache = SearchCache(workspace)
         done = 0
+        ticking = threading.Lock()
 
         def tick() -> None:
             nonlocal done
-            done += 1
-            if progress is not None:
-                progress(done, len(tasks))
+            with ticking:
+                done += 1
+                if progress is not None:
+                    progress(done, len(tasks))
 
         todo = _cached_or_todo(tasks, cache, log, tick)
         _search_all(todo, engines, config.engine, gate, cache, tick)

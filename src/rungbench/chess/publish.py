@@ -21,6 +21,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -104,17 +105,12 @@ def flow_report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
-def _publication_gate(workspace: Workspace, identity: EngineIdentity, config: LabelConfig,
-                      gate: IdleGate) -> dict[str, Any]:
-    qualification = preflight(workspace, config.cohorts)
-    now = binary_digest(config.engine.path)
+def _check_binary(now: str, identity: EngineIdentity, config: LabelConfig) -> None:
     if now != identity.sha256:
         raise Refusal([Reason("engine_binary_changed",
                               f"{config.engine.path} now hashes {now}, identified as "
                               f"{identity.sha256}", subject="engine")],
                       gate="chess label publication")
-    gate.check("before publication", own=config.workers)
-    return qualification
 
 
 def _stage_files(outcomes: Sequence[Outcome], identity: EngineIdentity, config: LabelConfig,
@@ -148,9 +144,18 @@ def _stage_files(outcomes: Sequence[Outcome], identity: EngineIdentity, config: 
 def publish_stage(workspace: Workspace, outcomes: Sequence[Outcome], *,
                   identity: EngineIdentity, config: LabelConfig,
                   gate: IdleGate) -> dict[str, Any]:
-    """Pass the publication gate and make the stage directory appear atomically."""
-    qualification = _publication_gate(workspace, identity, config, gate)
-    files = _stage_files(outcomes, identity, config, gate, qualification)
+    """Pass the publication gate and make the stage directory appear atomically.
+
+    The gate: the leakage preflight passes again, the engine binary hashes as identified
+    (re-hashed here, while the stage files are built in memory), and the host is idle.
+    Nothing is written before all three hold.
+    """
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        binary_now = hasher.submit(binary_digest, config.engine.path)
+        qualification = preflight(workspace, config.cohorts)
+        files = _stage_files(outcomes, identity, config, gate, qualification)
+        _check_binary(binary_now.result(), identity, config)
+    gate.check("before publication", own=config.workers)
     manifest = bytes_digest(files["manifest.json"])
     if workspace.stage.exists():
         existing = read_json(workspace.stage / "stage.json")
@@ -170,14 +175,38 @@ def publish_stage(workspace: Workspace, outcomes: Sequence[Outcome], *,
 
 
 def _write_stage(workspace: Workspace, files: dict[str, bytes]) -> None:
-    tmp = tempfile.mkdtemp(dir=workspace.root, prefix=".stage-")
+    """Write every file into a temp directory, make it durable, then rename it into place.
+
+    The caller holds the workspace lock, so a ``.stage-*`` directory found here is the
+    debris of a publication that was killed before its rename; it is removed. The
+    rename is the only way the stage appears; the workspace directory is synced after
+    it so the published stage survives a crash.
+    """
+    for leftover in workspace.root.glob(_TEMP_PREFIX + "*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    tmp = tempfile.mkdtemp(dir=workspace.root, prefix=_TEMP_PREFIX)
     try:
         for name, data in files.items():
             write_canonical_bytes(os.path.join(tmp, name), data)
+        for directory in {os.path.dirname(os.path.join(tmp, name)) for name in files}:
+            _fsync_dir(directory)
         os.rename(tmp, workspace.stage)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _fsync_dir(str(workspace.root))
+
+
+_TEMP_PREFIX = ".stage-"
+"""Name prefix of an unpublished stage directory."""
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_canonical_bytes(path: str, data: bytes) -> None:
