@@ -139,3 +139,13 @@ class Agent(Protocol):
     def respond(self, request: Request) -> Response:
         """Answer one request from a fresh context."""
         ...
+
+
+def close_agent(agent: object) -> None:
+    """Close ``agent`` when it holds a process or connection (has ``close()``); else nothing.
+
+    Closing is optional in the :class:`Agent` protocol: reference agents hold nothing.
+    """
+    closer = getattr(agent, "close", None)
+    if callable(closer):
+        closer()

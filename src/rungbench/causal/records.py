@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,15 +32,7 @@ Outcome = Literal[
     "abstain",
     "invalid",
 ]
-OUTCOMES: tuple[str, ...] = (
-    "correct",
-    "wrong",
-    "false_non_id",
-    "false_answer_on_non_id",
-    "correct_non_id",
-    "abstain",
-    "invalid",
-)
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 """Every outcome cell, in report order (CONTRACTS §3 verdict)."""
 
 Rung = Literal[1, 2, 3]

@@ -15,12 +15,11 @@ with byte ranges into that run's ``output.txt``; the census treats both alike.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from rungbench.chess.dispatch import DispatcherVersion
 from rungbench.errors import InputError, Reason, Refusal
@@ -29,6 +28,7 @@ from rungbench.evidence.canonical import (
     canonical_bytes,
     loads_canonical,
 )
+from rungbench.evidence.store import write_atomic
 
 ATTEMPT_SCHEMA = "rungbench.chess.attempt/1"
 GAME_SCHEMA = "rungbench.chess.game/1"
@@ -36,6 +36,7 @@ MANIFEST_SCHEMA = "rungbench.chess.corpus/1"
 DASHES = "-" * 80
 
 Role = Literal["agent", "opponent"]
+T = TypeVar("T")
 
 _TOOL_CALL = re.compile(
     r"\n\*\*\*\*\* Suggested tool call \((?P<id>[^)\n]*)\): (?P<name>[^\n]*) \*\*\*\*\*\n"
@@ -145,27 +146,19 @@ class Attempt:
     @classmethod
     def from_json(cls, data: Any, *, path: str, line: int) -> Attempt:
         """Parse one record, raising :class:`InputError` naming ``path`` and ``line``."""
-        try:
-            if data["schema"] != ATTEMPT_SCHEMA:
-                raise InputError(f"schema {data['schema']!r} is not {ATTEMPT_SCHEMA}",
-                                 path=path, line=line, field="schema")
-            return cls(
-                run_group=str(data["run_group"]), variant=str(data["variant"]),
-                game=str(data["game"]), ply=_int(data["ply"]), colour=_colour(data["colour"]),
-                player=str(data["player"]), role=_role(data["role"]),
-                attempt=_int(data["attempt"]), fen_before=str(data["fen_before"]),
-                prompt=str(data["prompt"]), response=str(data["response"]),
-                verdict=_opt_str(data["verdict"]), move=_opt_str(data["move"]),
-                reply=_opt_str(data["reply"]), dispatcher=str(data["dispatcher"]),
-                source=str(data["source"]), line=_int(data["line"]),
-                response_range=_range(data["response_range"]),
-                prompt_range=_range(data["prompt_range"]),
-                tool_calls=tuple(str(t) for t in data["tool_calls"]),
-            )
-        except InputError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"malformed attempt record: {exc!r}", path=path, line=line) from exc
+        return _parse(data, ATTEMPT_SCHEMA, "attempt", path, line, lambda: cls(
+            run_group=str(data["run_group"]), variant=str(data["variant"]),
+            game=str(data["game"]), ply=_int(data["ply"]), colour=_colour(data["colour"]),
+            player=str(data["player"]), role=_role(data["role"]),
+            attempt=_int(data["attempt"]), fen_before=str(data["fen_before"]),
+            prompt=str(data["prompt"]), response=str(data["response"]),
+            verdict=_opt_str(data["verdict"]), move=_opt_str(data["move"]),
+            reply=_opt_str(data["reply"]), dispatcher=str(data["dispatcher"]),
+            source=str(data["source"]), line=_int(data["line"]),
+            response_range=_range(data["response_range"]),
+            prompt_range=_range(data["prompt_range"]),
+            tool_calls=tuple(str(t) for t in data["tool_calls"]),
+        ))
 
 
 @dataclass(frozen=True)
@@ -201,20 +194,12 @@ class GameRecord:
     @classmethod
     def from_json(cls, data: Any, *, path: str, line: int) -> GameRecord:
         """Parse one record, raising :class:`InputError` naming ``path`` and ``line``."""
-        try:
-            if data["schema"] != GAME_SCHEMA:
-                raise InputError(f"schema {data['schema']!r} is not {GAME_SCHEMA}",
-                                 path=path, line=line, field="schema")
-            return cls(
-                game=str(data["game"]), run_group=str(data["run_group"]),
-                variant=str(data["variant"]), agent_colour=_colour(data["agent_colour"]),
-                start_fen=str(data["start_fen"]), moves=tuple(str(m) for m in data["moves"]),
-                termination=str(data["termination"]), attempts=_int(data["attempts"]),
-            )
-        except InputError:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"malformed game record: {exc!r}", path=path, line=line) from exc
+        return _parse(data, GAME_SCHEMA, "game", path, line, lambda: cls(
+            game=str(data["game"]), run_group=str(data["run_group"]),
+            variant=str(data["variant"]), agent_colour=_colour(data["agent_colour"]),
+            start_fen=str(data["start_fen"]), moves=tuple(str(m) for m in data["moves"]),
+            termination=str(data["termination"]), attempts=_int(data["attempts"]),
+        ))
 
 
 @dataclass(frozen=True)
@@ -233,6 +218,19 @@ class Corpus:
     """Where attempt records live, for naming file and line in refusals."""
     origin: dict[str, Any] = field(default_factory=dict)
     """What was read: format, folder, per-file digests."""
+
+
+def _parse(data: Any, schema: str, kind: str, path: str, line: int, build: Callable[[], T]) -> T:
+    """Check a record's schema and build it; any defect names ``path`` and ``line``."""
+    try:
+        if data["schema"] != schema:
+            raise InputError(f"schema {data['schema']!r} is not {schema}",
+                             path=path, line=line, field="schema")
+        return build()
+    except InputError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"malformed {kind} record: {exc!r}", path=path, line=line) from exc
 
 
 def _int(value: Any) -> int:
@@ -310,14 +308,8 @@ def write_corpus(
         "dispatchers": {d.name: d.to_json() for d in dispatchers},
     }
     for name, data in [*files.items(), ("manifest.json", canonical_bytes(manifest) + b"\n")]:
-        _atomic_write(folder / name, data)
+        write_atomic(folder / name, data, overwrite=True)
     return manifest
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def is_native_corpus(folder: Path) -> bool:

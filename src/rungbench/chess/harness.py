@@ -25,7 +25,7 @@ import numpy as np
 
 import chess
 from rungbench.agents.outcomes import CallFailure
-from rungbench.agents.protocol import Agent, Message, Request, Response, ToolCall
+from rungbench.agents.protocol import Agent, Message, Request, Response, ToolCall, close_agent
 from rungbench.chess.corpus import (
     DASHES,
     Attempt,
@@ -220,9 +220,7 @@ class RetryingAgent:
 
     def close(self) -> None:
         """Close the inner agent when it holds a process or connection."""
-        closer = getattr(self.inner, "close", None)
-        if callable(closer):
-            closer()
+        close_agent(self.inner)
 
 
 @dataclass(frozen=True)

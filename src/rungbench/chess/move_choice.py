@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import chess
-from rungbench.agents.protocol import Agent, Request, Response
+from rungbench.agents.protocol import Agent, Request, Response, close_agent
 from rungbench.chess import reference_agents as chess_agents
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import file_digest
@@ -178,6 +178,4 @@ class DescribedAgent:
 
     def close(self) -> None:
         """Close the wrapped agent when it holds a process or connection."""
-        closer = getattr(self.inner, "close", None)
-        if callable(closer):
-            closer()
+        close_agent(self.inner)

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import typer
 from rich.console import Console
@@ -65,3 +66,28 @@ def run(action: Callable[[], T], *, as_json: bool) -> T:
         return action()
     except RungbenchError as exc:
         fail(exc, as_json=as_json)
+
+
+class ProgressTick(Protocol):
+    """Report progress: ``done`` so far, and ``total`` when the caller learns it."""
+
+    def __call__(self, done: int, total: int | None = None) -> None: ...
+
+
+@contextmanager
+def progress_bar(
+    label: str, *, quiet: bool, total: int | None = None
+) -> Iterator[ProgressTick | None]:
+    """Yield a tick driving a Rich bar on a terminal; None under ``--json`` or when piped."""
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress  # loaded only when a bar is drawn (CLI start-up)
+
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+
+        def tick(done: int, total: int | None = None) -> None:
+            bar.update(task, completed=done, total=total)  # total None: left unchanged
+
+        yield tick

@@ -7,32 +7,17 @@ The causal library loads inside each command, so that ``rungbench --help`` stays
 from __future__ import annotations
 
 import pathlib
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
-from rungbench.cli._common import console, emit_json, run
+from rungbench.cli._common import console, emit_json, progress_bar, run
 from rungbench.errors import Reason, Refusal
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
 BenchOpt = Annotated[pathlib.Path, typer.Option("--bench", help="Built bench directory.")]
-
-
-@contextmanager
-def _progress(label: str, total: int, quiet: bool) -> Iterator[Callable[[int], None] | None]:
-    """A Rich progress bar on a terminal; nothing under --json or when piped."""
-    if quiet or not sys.stdout.isatty():
-        yield None
-        return
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda done: bar.update(task, completed=done)
 
 
 def build_command(
@@ -47,7 +32,7 @@ def build_command(
 
     if split not in ("dev", "validation", "test"):
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
-    with _progress("building worlds", worlds, as_json) as progress:
+    with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
         summary = run(lambda: build_split(split, worlds, seed, out, progress), as_json=as_json)
     if as_json:
         emit_json(summary)

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
 from rungbench.chess.dispatch import VERSIONS, version
-from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.cli._common import JSON_OPTION, console, emit_json, progress_bar, run
 from rungbench.cli.run import DEFAULT_API_KEY_ENV, PARAM_OPTION
 from rungbench.errors import InputError
 
@@ -90,6 +89,7 @@ def play_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Play games with a reference agent or a real model and write a native corpus."""
+    from rungbench.agents.protocol import close_agent
     from rungbench.chess.harness import HarnessConfig, play_corpus
 
     def action() -> dict[str, Any]:
@@ -103,12 +103,11 @@ def play_cmd(
                              timeout_s=timeout, params=param, max_attempts=max_attempts,
                              backoff=backoff, seed=seed, nodes=nodes)
         try:
-            with _opponent(opponent, seed, nodes) as opp, _progress(games, as_json) as tick:
+            with (_opponent(opponent, seed, nodes) as opp,
+                  progress_bar("playing", quiet=as_json, total=games) as tick):
                 manifest = play_corpus(out, player, opp, cfg, games=games, progress=tick)
         finally:
-            closer = getattr(player, "close", None)
-            if callable(closer):
-                closer()
+            close_agent(player)
         retried = getattr(player, "retried", None)
         return {**manifest, "agent": player.name,
                 "reliability_retries": dict(retried) if retried is not None else None}
@@ -158,16 +157,6 @@ def _opponent(kind: str, seed: int, nodes: int) -> Iterator[Opponent]:
             yield engine
     else:
         yield RandomOpponent(seed)
-
-
-@contextlib.contextmanager
-def _progress(total: int, quiet: bool) -> Iterator[Any]:
-    if quiet or not console.is_terminal:
-        yield None
-        return
-    with Progress(console=console) as progress:
-        task = progress.add_task("playing", total=total)
-        yield lambda done: progress.update(task, completed=done)
 
 
 def print_census(doc: dict[str, Any]) -> None:

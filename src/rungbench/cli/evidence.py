@@ -10,17 +10,21 @@ from __future__ import annotations
 import base64
 import shutil
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
-from rungbench.cli._common import EXIT_ERROR, console, emit_json, err_console, run
+from rungbench.cli._common import (
+    EXIT_ERROR,
+    console,
+    emit_json,
+    err_console,
+    progress_bar,
+    run,
+)
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence import (
     INVENTORY,
@@ -46,7 +50,6 @@ from rungbench.evidence import (
     write_manifest,
 )
 from rungbench.evidence.store import BadObject
-from rungbench.evidence.store import Progress as ProgressFn
 
 app = typer.Typer(
     help="Content-addressed store, freeze/check, hash-chained ledger, run manifests.",
@@ -83,20 +86,6 @@ def _naming_files(refusal: Refusal, files: dict[str, Path]) -> Refusal:
         for r in refusal.reasons
     ]
     return Refusal(reasons, gate=refusal.gate)
-
-
-@contextmanager
-def _progress(label: str, *, as_json: bool) -> Iterator[ProgressFn | None]:
-    if as_json or not console.is_terminal:
-        yield None
-        return
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
 
 
 @app.command("put")
@@ -160,7 +149,7 @@ def _content(data: bytes) -> dict[str, str]:
 @app.command("verify")
 def verify(store: StoreOpt, as_json: JsonOpt = False) -> None:
     """Re-hash every object; exit 1 and list every bad one."""
-    with _progress("verifying objects", as_json=as_json) as progress:
+    with progress_bar("verifying objects", quiet=as_json) as progress:
         objects = run(lambda: _existing_store(store), as_json=as_json)
         bad = run(lambda: objects.verify(progress=progress), as_json=as_json)
     count = sum(1 for _ in objects.iter_digests())

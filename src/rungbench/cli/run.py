@@ -138,6 +138,7 @@ def start_or_resume(
     quiet: bool = False,
 ) -> dict[str, Any]:
     """Create (or reopen) a run, execute its pending cells, verify it; return the summary."""
+    from rungbench.agents.protocol import close_agent
     from rungbench.causal.requests import CAUSAL_TASK, write_agent_responses
     from rungbench.execute.progress import run_progress
     from rungbench.execute.runner import (
@@ -183,9 +184,7 @@ def start_or_resume(
                 max_cells=max_cells,
             )
     finally:
-        closer = getattr(agent, "close", None)
-        if callable(closer):
-            closer()
+        close_agent(agent)
     check = verify_run(run_dir)
     result = {
         **summary.to_json(),

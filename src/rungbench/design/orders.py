@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rungbench.errors import InputError
+from rungbench.stats.paired import as_generator
 
 OrderArray = npt.NDArray[np.int64]
 """Integer array of shape (positions, width); each row a permutation of 0 … width−1."""
@@ -69,7 +70,7 @@ def independent_shuffles(positions: int, width: int,
                          rng: np.random.Generator | int) -> tuple[OrderArray, OrderArray]:
     """Return two presentations, every row an independent seeded permutation."""
     _check_shape(positions, width)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    gen = as_generator(rng)
     a = np.array([gen.permutation(width) for _ in range(positions)], dtype=np.int64)
     b = np.array([gen.permutation(width) for _ in range(positions)], dtype=np.int64)
     return a.reshape(positions, width), b.reshape(positions, width)
@@ -97,8 +98,7 @@ def latin_first_orders(positions: int, width: int,
     once per complete group.
     """
     _check_shape(positions, width)
-    gen = None if rng is None else (
-        rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng))
+    gen = None if rng is None else as_generator(rng)
     slots = np.arange(width)
     rows: list[npt.NDArray[np.int64]] = []
     for start in range(0, positions, width):

@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from rungbench.design.orders import OrderArray
 from rungbench.errors import InputError
+from rungbench.stats.paired import as_generator
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -187,7 +188,7 @@ def simulate_two_stage(signature: StageSignature, trials: int,
     """Monte Carlo best-move rate of the two-stage process (checks C × S independently)."""
     if trials < 1:
         raise InputError(f"trials must be >= 1, got {trials!r}", field="trials")
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    gen = as_generator(rng)
     covered = gen.random(trials) < signature.coverage
     chosen = gen.random(trials) < signature.conditional_selection
     return float(np.mean(covered & chosen))

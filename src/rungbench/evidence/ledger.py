@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -82,14 +82,7 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         """Return the event as a JSON-ready mapping."""
-        return {
-            "seq": self.seq,
-            "prev_hash": self.prev_hash,
-            "hash": self.hash,
-            "kind": self.kind,
-            "payload": self.payload,
-            "time": self.time,
-        }
+        return asdict(self)
 
 
 def event_hash(seq: int, prev_hash: str, kind: str, payload: Any, time: str) -> str:
@@ -111,7 +104,7 @@ class BadRow:
 
     def to_json(self) -> dict[str, Any]:
         """Return the finding as a JSON-ready mapping."""
-        return {"seq": self.seq, "problem": self.problem, "detail": self.detail}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -132,8 +125,7 @@ class ChainReport:
 
     def to_json(self) -> dict[str, Any]:
         """Return the report as a JSON-ready mapping."""
-        bad = self.first_bad.to_json() if self.first_bad else None
-        return {"ok": self.ok, "count": self.count, "head": self.head, "first_bad": bad}
+        return {"ok": self.ok, **asdict(self)}
 
     def require_ok(self, path: str) -> None:
         """Raise :class:`IntegrityError` naming the first bad row unless the chain holds."""

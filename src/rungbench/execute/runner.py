@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
 from rungbench.agents.protocol import Agent, Response
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import canonical_bytes, digest, loads_canonical
-from rungbench.evidence.store import ObjectStore
+from rungbench.evidence.store import ObjectStore, write_atomic
 from rungbench.execute.events import EventLog, read_events, utc_now
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.schedule import Cell, Schedule, load_schedule
@@ -90,7 +90,7 @@ def create_run(
         "tool_schemas": sorted({digest(list(c.request.tools)) for c in schedule}),
         "policy": (policy or RetryPolicy()).to_json(),
     }
-    _write_atomic(run_dir / MANIFEST, canonical_bytes(manifest) + b"\n")
+    write_atomic(run_dir / MANIFEST, canonical_bytes(manifest) + b"\n")
     return run_dir
 
 
@@ -192,17 +192,8 @@ class RunSummary:
     def to_json(self) -> dict[str, Any]:
         """Return the summary as a JSON-ready mapping."""
         return {
-            "run_id": self.run_id,
-            "run_dir": self.run_dir,
-            "schedule": self.schedule,
-            "session": self.session,
-            "cells": self.cells,
-            "skipped": self.skipped,
-            "sent": self.sent,
-            "finalized": self.finalized,
+            **asdict(self),
             "outcomes": dict(sorted(self.outcomes.items())),
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
             "cost_usd": round(self.cost_usd, 6),
             "elapsed_s": round(self.elapsed_s, 3),
             "cells_per_s": round(self.cells_per_s, 3),
@@ -583,12 +574,3 @@ def verify_run(run_dir: Path) -> RunCheck:
             problems.append(f"cell {cell_id!r}: {len(state.finals)} final outcomes")
     single = sum(1 for s in states.values() if len(s.finals) == 1)
     return RunCheck(len(schedule), single, tuple(problems))
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
