@@ -55,15 +55,15 @@ def test_crash_while_writing_leaves_no_stage(tmp_path: Path,
     ws.root.mkdir(exist_ok=True)
     files = {"candidates/ab.json": b"1", "manifest.json": b"2", "stage.json": b"3"}
     written: list[str] = []
-    real = publish_module.write_canonical_bytes
+    real = publish_module.write_atomic
 
-    def failing(path: str, data: bytes) -> None:
+    def failing(path: Path, data: bytes, *, overwrite: bool = False) -> None:
         if len(written) == 2:
             raise OSError("disk full")
-        written.append(path)
-        real(path, data)
+        written.append(str(path))
+        real(path, data, overwrite=overwrite)
 
-    monkeypatch.setattr(publish_module, "write_canonical_bytes", failing)
+    monkeypatch.setattr(publish_module, "write_atomic", failing)
     with pytest.raises(OSError):
         publish_module._write_stage(ws, files)
     assert len(written) == 2 and not ws.stage.exists()

@@ -11,7 +11,6 @@ so a pool cleared against it proves nothing.
 from __future__ import annotations
 
 import io
-import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,8 +20,8 @@ from typing import Any
 import chess.pgn
 
 import chess
-from rungbench.chess.position import mirror_family, normalized_key
-from rungbench.chess.workspace import Workspace, read_json, write_canonical
+from rungbench.chess.position import mirror_family, normalized_key, pgn_record
+from rungbench.chess.workspace import Workspace, read_document, write_canonical
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import bytes_digest, file_digest
 
@@ -114,30 +113,16 @@ def read_games(path: Path) -> list[Game]:
     if path.suffix == ".pgn":
         return list(games_from_pgn_text(text, source=source, where=path.name))
     if path.suffix == ".json":
-        return _games_from_json(text, source)
+        movetext = pgn_record(text, path=source, line=None)["pgn"]
+        return list(games_from_pgn_text(movetext, source=source, where=path.name))
     if path.suffix == ".jsonl":
         return [game for no, line in enumerate(text.splitlines(), start=1) if line.strip()
-                for game in games_from_pgn_text(_pgn_field(line, source, no), source=source,
-                                                where=f"line {no}")]
+                for game in games_from_pgn_text(pgn_record(line, path=source, line=no)["pgn"],
+                                                source=source, where=f"line {no}")]
     if path.suffix == ".txt":
         return list(games_from_transcript(text, source=source))
     raise InputError(f"unknown cohort file type {path.suffix!r} (.pgn .json .jsonl .txt)",
                      path=source)
-
-
-def _pgn_field(text: str, source: str, line: int | None) -> str:
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc}", path=source, line=line) from exc
-    if not isinstance(record, dict) or not isinstance(record.get("pgn"), str):
-        raise InputError("record has no 'pgn' string", path=source, line=line, field="pgn")
-    return str(record["pgn"])
-
-
-def _games_from_json(text: str, source: str) -> list[Game]:
-    return list(games_from_pgn_text(_pgn_field(text, source, None), source=source,
-                                    where=Path(source).name))
 
 
 def build_cohort(name: str, paths: Sequence[Path], *, terminal: bool) -> dict[str, Any]:
@@ -177,8 +162,4 @@ def freeze_cohort(workspace: Workspace, name: str, paths: Sequence[Path], *,
 
 def load_cohort(path: Path) -> tuple[str, dict[str, Any]]:
     """Return (digest, document) of a frozen cohort file."""
-    data = path.read_bytes()
-    document = read_json(path)
-    if not isinstance(document, dict) or document.get("schema") != COHORT_SCHEMA:
-        raise InputError(f"not a {COHORT_SCHEMA} document", path=str(path), field="schema")
-    return bytes_digest(data), document
+    return read_document(path, COHORT_SCHEMA)

@@ -13,7 +13,6 @@ Every engine process this package starts goes through :func:`start_uci` or
 
 from __future__ import annotations
 
-import hashlib
 import re
 import subprocess
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ import chess.engine
 import chess
 from rungbench.chess.workspace import Workspace, read_json, write_canonical
 from rungbench.errors import RungbenchError
-from rungbench.evidence.canonical import digest
+from rungbench.evidence.canonical import digest, file_digest
 
 DEFAULT_ENGINE = Path("/usr/games/stockfish")
 """Debian's Stockfish (DESIGN.md, "External parts")."""
@@ -99,7 +98,7 @@ def binary_digest(path: Path) -> str:
     """Return ``sha256:`` of the engine binary."""
     if not path.is_file():
         raise EngineError(f"engine binary {path} does not exist")
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_digest(str(path))
 
 
 def run_bench(path: Path) -> int:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,8 +40,9 @@ from rungbench.chess.position import (
     Position,
     board_from_fen,
     describe,
+    pgn_record,
 )
-from rungbench.chess.workspace import Workspace, read_json, write_canonical
+from rungbench.chess.workspace import Workspace, read_document, write_canonical
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, file_digest
 from rungbench.evidence.paths import shared_data_dir
@@ -185,12 +185,7 @@ def read_pgn_jsonl(source: PoolSource, digest: str) -> Iterator[Position]:
 
 
 def _pgn_row(text: str, path: str, line_no: int) -> tuple[chess.Board, tuple[str, ...]]:
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc}", path=path, line=line_no) from exc
-    if not isinstance(record, dict) or not isinstance(record.get("pgn"), str):
-        raise InputError("line has no 'pgn' string", path=path, line=line_no, field="pgn")
+    record = pgn_record(text, path=path, line=line_no)
     board, moves = _replay(record["pgn"], path=path, line=line_no)
     fen = record.get("fen")
     if isinstance(fen, str) and board_from_fen(fen, path=path, line=line_no).epd() != board.epd():
@@ -326,26 +321,31 @@ def load_pool(path: Path) -> FrozenPool:
     """Read a frozen pool, checking its schema and every position's derived identity."""
     if not path.is_file():
         raise InputError("pool file does not exist", path=str(path))
-    data = path.read_bytes()
-    document = read_json(path)
-    if not isinstance(document, dict) or document.get("schema") != POOL_SCHEMA:
-        raise InputError(f"not a {POOL_SCHEMA} document", path=str(path), field="schema")
+    pool_digest, document = read_document(path, POOL_SCHEMA)
     positions = tuple(Position.from_json(p) for p in document["positions"])
-    return FrozenPool(bytes_digest(data), document, positions)
+    return FrozenPool(pool_digest, document, positions)
+
+
+def changed_sources(sources: Sequence[Mapping[str, Any]]
+                    ) -> Iterator[tuple[Mapping[str, Any], Path, str | None]]:
+    """Yield ``(source, path, digest now)`` for every frozen source whose bytes changed.
+
+    Each source records its ``path`` and frozen ``digest``; a file that is gone hashes
+    as None.
+    """
+    for src in sources:
+        path = Path(src["path"])
+        now = file_digest(str(path)) if path.is_file() else None
+        if now != src["digest"]:
+            yield src, path, now
 
 
 def stale_sources(document: Mapping[str, Any]) -> list[Reason]:
     """Return a ``pool_source_stale`` reason for every pool source whose bytes changed."""
-    reasons: list[Reason] = []
-    for src in document["sources"]:
-        path = Path(src["path"])
-        now = file_digest(str(path)) if path.is_file() else None
-        if now != src["digest"]:
-            reasons.append(Reason("pool_source_stale",
-                                  f"pool source {path} now hashes {now}, frozen as {src['digest']}",
-                                  subject=src["name"],
-                                  data={"frozen": src["digest"], "now": now}))
-    return reasons
+    return [Reason("pool_source_stale",
+                   f"pool source {path} now hashes {now}, frozen as {src['digest']}",
+                   subject=src["name"], data={"frozen": src["digest"], "now": now})
+            for src, path, now in changed_sources(document["sources"])]
 
 
 def bundled_data_dir() -> Path:

@@ -15,6 +15,7 @@ game ply, so the FEN handed to the engine keeps its real move counters.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -58,6 +59,21 @@ def board_from_fen(fen: str, *, path: str | None = None, line: int | None = None
             path=path, line=line, field="fen",
         )
     return board
+
+
+def pgn_record(text: str, *, path: str, line: int | None) -> dict[str, Any]:
+    """Parse one JSON game record and check it holds a ``pgn`` movetext string.
+
+    Raises :class:`InputError` naming ``path`` and ``line`` when ``text`` is not JSON
+    or has no ``pgn`` string.
+    """
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON: {exc}", path=path, line=line) from exc
+    if not isinstance(record, dict) or not isinstance(record.get("pgn"), str):
+        raise InputError("record has no 'pgn' string", path=path, line=line, field="pgn")
+    return record
 
 
 def normalized_key(board: chess.Board) -> str:

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungbench.chess.engine import binary_digest
@@ -35,6 +36,7 @@ from rungbench.chess.stage_records import CandidateList
 from rungbench.chess.workspace import Workspace, read_json
 from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest
+from rungbench.evidence.store import fsync_dir, write_atomic
 
 if TYPE_CHECKING:
     from rungbench.chess.engine import EngineIdentity
@@ -187,35 +189,18 @@ def _write_stage(workspace: Workspace, files: dict[str, bytes]) -> None:
     tmp = tempfile.mkdtemp(dir=workspace.root, prefix=_TEMP_PREFIX)
     try:
         for name, data in files.items():
-            write_canonical_bytes(os.path.join(tmp, name), data)
-        for directory in {os.path.dirname(os.path.join(tmp, name)) for name in files}:
-            _fsync_dir(directory)
+            path = Path(tmp, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, data, overwrite=True)  # fsyncs the file and its directory
         os.rename(tmp, workspace.stage)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_dir(str(workspace.root))
+    fsync_dir(workspace.root)
 
 
 _TEMP_PREFIX = ".stage-"
 """Name prefix of an unpublished stage directory."""
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_canonical_bytes(path: str, data: bytes) -> None:
-    """Write already-canonical bytes, creating parent directories, and fsync them."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def verify_stage(workspace: Workspace) -> dict[str, Any]:

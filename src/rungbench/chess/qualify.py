@@ -21,17 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rungbench.chess.cohort import load_cohort
-from rungbench.chess.pool import FrozenPool, load_pool, stale_sources
+from rungbench.chess.pool import FrozenPool, changed_sources, load_pool, stale_sources
 from rungbench.chess.workspace import Workspace, write_canonical
 from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import (
     bytes_digest,
     canonical_bytes,
-    file_digest,
     loads_canonical,
 )
 
@@ -92,13 +90,9 @@ def _cohort_reasons(workspace: Workspace, name: str) -> tuple[CohortInput | None
         reasons.append(Reason("cohort_not_terminal",
                               f"cohort {name!r} is not marked terminal; it may still grow",
                               subject=name))
-    for src in document["sources"]:
-        src_path = Path(src["path"])
-        now = file_digest(str(src_path)) if src_path.is_file() else None
-        if now != src["digest"]:
-            reasons.append(Reason("cohort_stale",
-                                  f"cohort {name!r} source {src_path} now hashes {now}",
-                                  subject=name, data={"frozen": src["digest"], "now": now}))
+    reasons.extend(Reason("cohort_stale", f"cohort {name!r} source {path} now hashes {now}",
+                          subject=name, data={"frozen": src["digest"], "now": now})
+                   for src, path, now in changed_sources(document["sources"]))
     return CohortInput(name, digest, document), reasons
 
 

@@ -1,4 +1,4 @@
-"""The on-disk layout of a label workspace and its atomic file writes.
+"""The on-disk layout of a label workspace and its canonical JSON files.
 
 ::
 
@@ -13,14 +13,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rungbench.evidence.canonical import canonical_bytes, loads_canonical
-from rungbench.evidence.store import ObjectStore
+from rungbench.errors import InputError
+from rungbench.evidence.canonical import bytes_digest, canonical_bytes, loads_canonical
+from rungbench.evidence.store import ObjectStore, write_atomic
 
 STAGE_DIRNAME = "label-stage"
 """Name of the published stage directory inside a workspace."""
@@ -68,29 +67,23 @@ class Workspace:
         return self.root / STAGE_DIRNAME
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file, fsync and rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_canonical(path: Path, value: Any) -> bytes:
     """Write the canonical JSON of ``value`` atomically and return the bytes written."""
     data = canonical_bytes(value)
-    write_atomic(path, data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data, overwrite=True)
     return data
 
 
 def read_json(path: Path) -> Any:
     """Parse a JSON file, naming the path on failure."""
     return loads_canonical(path.read_bytes(), path=str(path))
+
+
+def read_document(path: Path, schema: str) -> tuple[str, dict[str, Any]]:
+    """Return ``(digest of its bytes, document)`` of a frozen file whose schema is ``schema``."""
+    data = path.read_bytes()
+    document = loads_canonical(data, path=str(path))
+    if not isinstance(document, dict) or document.get("schema") != schema:
+        raise InputError(f"not a {schema} document", path=str(path), field="schema")
+    return bytes_digest(data), document

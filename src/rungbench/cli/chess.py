@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rungbench.chess.cohort import freeze_cohort
@@ -19,7 +16,7 @@ from rungbench.chess.label import LabelConfig, run_label_stage
 from rungbench.chess.pool import PoolConfig, PoolSource, bundled_data_dir, freeze_pool
 from rungbench.chess.qualify import DEFAULT_COHORTS, preflight, qualify
 from rungbench.chess.workspace import Workspace
-from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.cli._common import JSON_OPTION, console, emit_json, progress_bar, run
 from rungbench.errors import Refusal
 
 app = typer.Typer(help="chess commands.", no_args_is_help=True)
@@ -106,21 +103,6 @@ def label_preflight(work: Path = WORK_OPTION, cohort: list[str] = COHORT_OPTION,
     emit_json({"ok": True, **summary}) if as_json else _show("preflight passed", summary)
 
 
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    columns = (TextColumn("labelling"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as bar:
-        task = bar.add_task("passes", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
 @label_app.command("run")
 def label_run(
     work: Path = WORK_OPTION,
@@ -136,7 +118,7 @@ def label_run(
     config = LabelConfig(engine=EngineConfig(path=engine, nodes=nodes, hash_mb=hash_mb),
                          cohorts=tuple(cohort),
                          workers=workers)
-    with _progress(not as_json and console.is_terminal) as progress:
+    with progress_bar("labelling", quiet=as_json) as progress:
         summary = run(lambda: run_label_stage(Workspace(work), config,
                                               IdleGate(max_load=max_load), progress),
                       as_json=as_json)
