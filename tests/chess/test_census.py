@@ -11,7 +11,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rungbench.chess.census import CLAIM_BOUNDARY, Row, census, census_path
+from rungbench.chess.census import (
+    CLAIM_BOUNDARY,
+    Row,
+    census,
+    census_path,
+    chains,
+    transitions,
+)
 from rungbench.chess.corpus import load_corpus, write_corpus
 from rungbench.chess.dispatch import version
 from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
@@ -298,3 +305,54 @@ def test_demo_stage_censuses_both_runs_and_a_harness_corpus(tmp_path: Path) -> N
     assert all(v["replay_disagreements"] == 0 for v in summary.values())
     assert summary["harness"]["table"]["legal_list_query"][0] > 0
     json.dumps(summary, allow_nan=False)
+
+
+SCRIPT_REJECTED = (("board", "move"), ("list", "move"), ("junk", "illegal", "move"),
+                   ("board", "list", "move"))
+
+
+def test_transition_table_of_a_scripted_corpus_by_hand(tmp_path: Path) -> None:
+    """20 scripted turns (5 cycles) give board 10/5, list 10/10, non-tool 10/5, 30 transitions.
+
+    Per cycle: board→move, list→move, junk→illegal (rejected, not accepted), illegal→move,
+    board→list, list→move.
+    """
+    cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=20)
+    play_corpus(tmp_path, ScriptedAgent(SCRIPT_REJECTED, seed=2), RandomOpponent(4), cfg,
+                games=2)
+    doc = census_path(tmp_path)
+    assert _rows(doc) == {"board_query": (10, 5), "legal_list_query": (10, 10),
+                          "non_tool_unresolved": (10, 5), "reflection": (0, 0)}
+    assert doc["counts"]["same_position_transitions"] == 30
+    assert doc["counts"]["position_chains"] == 20
+    assert doc["board_to_list_escalations"] == {cfg.variant: 5}
+
+
+def test_chains_never_join_the_same_position_at_different_plies(tmp_path: Path) -> None:
+    """A position recurring at another ply (a repetition) starts a new chain."""
+    _harness(tmp_path)
+    first = next(a for a in load_corpus(tmp_path).attempts if a.role == "agent")
+    again = dataclasses.replace(first, ply=first.ply + 4, attempt=1)
+    assert [len(c) for c in chains([first, again])] == [1, 1]
+    assert transitions(chains([first, again])) == []
+
+
+def test_skipped_attempt_number_refuses(tmp_path: Path) -> None:
+    """A second attempt renumbered 3 (attempt 2 missing) is a chronology mismatch."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    i = next(i for i, a in enumerate(corpus.attempts) if a.role == "agent" and a.attempt == 2)
+    _refreeze(tmp_path, i, attempt=3)
+    assert "chronology_mismatch" in _refusal(tmp_path).codes
+
+
+def test_missing_agent_attempt_refuses_as_truncated(tmp_path: Path) -> None:
+    """A corpus holding fewer agent attempts than its game declares is refused as truncated."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    last = max(i for i, a in enumerate(corpus.attempts) if a.role == "agent")
+    attempts = [a for i, a in enumerate(corpus.attempts) if i != last]
+    write_corpus(tmp_path, transcript=corpus.sources["transcript.txt"], attempts=attempts,
+                 games=corpus.games, dispatchers=list(corpus.dispatchers.values()),
+                 description="one attempt dropped")
+    assert "truncated" in _refusal(tmp_path).codes

@@ -113,3 +113,38 @@ def test_appended_lines_are_located_at_the_first_new_line(tmp_path: Path) -> Non
         load_corpus(tmp_path)
     assert info.value.codes == ("digest_mismatch",)
     assert info.value.reasons[0].subject == f"{path}:{lines + 1}"
+
+
+@pytest.mark.parametrize(("key", "value"), [("ply", True), ("response_range", [0, 5, 9])])
+def test_bool_integer_and_three_part_range_are_malformed(tmp_path: Path, key: str,
+                                                         value: Any) -> None:
+    """A boolean ply or a byte range of three numbers is an InputError naming the line."""
+    from rungbench.chess.corpus import Attempt
+
+    _small_corpus(tmp_path)
+    record = load_corpus(tmp_path).attempts[0].to_json()
+    record[key] = value
+    with pytest.raises(InputError, match=r"attempts.jsonl:3"):
+        Attempt.from_json(record, path="attempts.jsonl", line=3)
+
+
+def test_a_file_listed_twice_in_the_manifest_is_refused(tmp_path: Path) -> None:
+    """A manifest naming transcript.txt twice is an InputError on field 'files'."""
+    _small_corpus(tmp_path)
+    path = tmp_path / "manifest.json"
+    manifest = json.loads(path.read_bytes())
+    manifest["files"].append(manifest["files"][0])
+    path.write_bytes(canonical_bytes(manifest))
+    with pytest.raises(InputError) as info:
+        load_corpus(tmp_path)
+    assert info.value.field == "files"
+
+
+def test_partial_last_line_is_truncation(tmp_path: Path) -> None:
+    """Bytes appended without a closing newline (a torn write) are flagged truncated too."""
+    _small_corpus(tmp_path)
+    path = tmp_path / "attempts.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"schema":')
+    with pytest.raises(Refusal) as info:
+        load_corpus(tmp_path)
+    assert info.value.codes == ("truncated", "digest_mismatch")

@@ -123,3 +123,23 @@ def test_run_configuration_renames_a_changed_version() -> None:
                             max_turns=10, board_mode="UNICODE_ONLY")
     assert other.name.startswith("llmchess-2025-08+") and other.enable_reflection
     assert "do_reflection" in dispatch(other, "", board=chess.Board(), previous_prompt="").reply
+
+
+def test_reflection_followup_wins_over_a_new_reflection_request() -> None:
+    """After the reflection prompt, even 'do_reflection' gets the follow-up, not the prompt."""
+    v = dispatch(AUG, "do_reflection", board=chess.Board(), previous_prompt=REFLECT_PROMPT)
+    assert v.kind is VerdictKind.REFLECTION_FOLLOWUP and v.reply == REFLECTION_FOLLOWUP
+
+
+def test_invalid_action_counts_as_a_failure() -> None:
+    """Free text with no command is an invalid action that counts as a failed attempt."""
+    v = dispatch(AUG, "I am thinking.", board=chess.Board(), previous_prompt="")
+    assert v.kind is VerdictKind.INVALID_ACTION and v.failed is True and v.move is None
+
+
+def test_board_display_needs_exactly_eight_rows() -> None:
+    """Seven or nine well-formed rows are not a board display; the real eight are."""
+    rows = chess.Board().unicode().split("\n")
+    assert is_board_display("\n".join(rows))
+    assert not is_board_display("\n".join(rows[:7]))
+    assert not is_board_display("\n".join([*rows, rows[0]]))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import chess
 from rungbench.chess.console import Block, tokenize
 from rungbench.chess.corpus import split_tool_calls
 from rungbench.chess.llmchess import read_run, refuse_disagreements
@@ -167,3 +168,63 @@ def test_august_2025_replay_equals_the_json_files_read_here() -> None:
                 compared += 1
         assert observed["pgn"] == recorded["pgn"]
     assert compared == 9 * 2 * len(COUNTERS)
+
+
+_MAX_TURNS_TAIL = """MADE MOVE 2
+Material Count - White: 39, Black: 39
+Prompt Tokens: 0
+Completion Tokens: 0
+
+GAME OVER
+
+Random_Player wins due to Max turns in single dialog.
+Number of moves made: 2
+
+Wrong Moves (LLM asked to make illegal/impossible move):
+Player White: 0
+Player Black: 0
+
+Wrong Actions (LLM responded with non parseable message):
+Player White: 0
+Player Black: 0
+
+Material Count:
+Player White: 39
+Player Black: 39
+
+Accumulated Reply Time (seconds):
+Player White: 0.000
+Player Black: 0.000
+
+Game PGN:
+[Event "Chess Game"]
+[Date "2025.08.12"]
+[White "Player White"]
+[Black "Player Black"]
+[Result "1-0"]
+
+1. c3  1-0
+
+"""
+
+
+def test_dialogue_ending_at_exactly_max_turns_loses_on_max_turns(tmp_path: Path) -> None:
+    """Ten list queries (max_turns 10) with no move end the game as 'Max turns in single dialog'.
+
+    The capture is the August run's first game up to black's first prompt, then ten
+    get_legal_moves replies (the tenth unanswered) and the program's GAME OVER summary.
+    """
+    data = (AUG / "output.txt").read_text()
+    head = data[:data.index("Player_Black (to Proxy):")]
+    board = chess.Board()
+    board.push_uci("c2c3")
+    listing = ",".join(m.uci() for m in board.legal_moves)
+    dash = "-" * 80 + "\n"
+    turns = ["Player_Black (to Proxy):\n\nget_legal_moves\n\n" + dash] * 10
+    answers = ["Proxy (to Player_Black):\n\n" + listing + "\n\n" + dash] * 9 + [""]
+    body = "".join(t + a for t, a in zip(turns, answers, strict=True))
+    (tmp_path / "output.txt").write_text(head + body + _MAX_TURNS_TAIL)
+    report = read_run(tmp_path)
+    assert report.disagreements == []
+    reason = next(c for c in report.games[0].checks if c.name == "reason")
+    assert reason.observed == "Max turns in single dialog"

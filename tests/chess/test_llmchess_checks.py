@@ -130,3 +130,13 @@ def test_games_pair_with_jsons_only_by_unique_token_counts() -> None:
 def test_run_without_an_aggregate_file_has_no_run_checks(tmp_path: Path) -> None:
     """No _aggregate_results.json means no run-level checks rather than a failing one."""
     assert aggregate_checks(tmp_path, [], []) == []
+
+
+def test_two_digit_counters_are_read_whole() -> None:
+    """A summary printing 12 wrong actions for black agrees with a replay counting 12."""
+    summary = SUMMARY.replace("Player White: 0\nPlayer Black: 3",
+                              "Player White: 0\nPlayer Black: 12")
+    replayed = replace(GAME, counters={"white": _counters(), "black": _counters(wrong_actions=12)})
+    checks = {c.name: c for c in summary_checks(summary, replayed)}
+    assert checks["player_black.wrong_actions"].expected == 12
+    assert checks["player_black.wrong_actions"].ok

@@ -111,3 +111,22 @@ def test_a105_audit_600_blocks() -> None:
     assert figures["stray_offsets"] == 0
     per_condition = {figures[f"panel_bytes_{c}"] for c in DESIGN.condition_names}
     assert len(per_condition) == 1
+
+
+def test_legal_list_is_sorted_uci() -> None:
+    """The start position's 20 moves are listed in UCI string order, a2a3 first."""
+    moves = legal_uci(chess.Board())
+    assert len(moves) == 20
+    assert moves[:4] == ["a2a3", "a2a4", "b1a3", "b1c3"] and moves[-1] == "h2h4"
+
+
+def test_panel_order_and_side_to_move_are_rendered() -> None:
+    """legal_list_first puts the list before the board; a black-to-move FEN says Black."""
+    fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    condition = DESIGN.conditions[-1]
+    first = render_prompt(fen, condition, "legal_list_first")
+    text = first.user.data.decode()
+    assert "Side to move: Black." in text
+    assert text.index(first.legal.text) < text.index(first.board.text)
+    other = render_prompt(fen, condition, "board_first").user.data.decode()
+    assert other.index(first.board.text) < other.index(first.legal.text)

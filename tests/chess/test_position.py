@@ -14,6 +14,7 @@ from rungbench.chess.position import (
     mirror_family,
     normalized_key,
     phase_of,
+    phase_weight,
 )
 from rungbench.errors import InputError
 
@@ -92,3 +93,25 @@ def test_mirror_family_is_the_smaller_key_and_keeps_legal_en_passant() -> None:
     assert mirror_family(board) == min(normalized_key(board), normalized_key(mirrored))
     assert mirror_family(mirrored.mirror()) == mirror_family(board)
     assert mirror_family(board) != mirror_family(chess.Board())
+
+
+def test_phase_boundaries_are_inclusive() -> None:
+    """Weight 8 (two rooks each side) is an endgame; weight 20 at move 12 is an opening."""
+    rooks = chess.Board("r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w - - 0 30")
+    assert phase_of(rooks) == "endgame"
+    twenty = "r1bqkb1r/pppppppp/8/8/8/8/PPPPPPPP/R1BQKB1R w KQkq - 0 {}"
+    assert phase_of(chess.Board(twenty.format(12))) == "opening"
+    assert phase_of(chess.Board(twenty.format(13))) == "middlegame"
+
+
+def test_queen_weighs_four() -> None:
+    """The start position weighs 24 = 2 × (2·N1 + 2·B1 + 2·R2 + Q4)."""
+    assert phase_weight(chess.Board()) == 24
+    assert phase_weight(chess.Board("4k3/8/8/8/8/8/8/3QK3 w - - 0 1")) == 4
+
+
+def test_invalid_position_is_refused() -> None:
+    """A parseable FEN with no black king is an InputError naming the field."""
+    with pytest.raises(InputError) as caught:
+        board_from_fen("8/8/8/8/8/8/8/4K3 w - - 0 1")
+    assert caught.value.field == "fen"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -228,3 +229,16 @@ def test_cohort_set_different_from_the_qualified_one(
         preflight(ws, ("pilot",))
     assert "cohort_set_different" in caught.value.codes
     assert engine_starts == []
+
+
+def test_mirrored_overlap_alone_is_not_cleared(tmp_path: Path,
+                                               make_workspace: Callable[..., Workspace]) -> None:
+    """A qualification with only a colour-mirror hit records cleared false, one mirrored hit."""
+    ws = make_workspace(tmp_path / "ws", qualified=False)
+    target = load_pool(ws.pool).positions[1]
+    _cohort_with_position(tmp_path, ws, chess.Board(target.fen).mirror())
+    with pytest.raises(Refusal):
+        qualify(ws)
+    document = json.loads(ws.qualification.read_bytes())
+    assert document["overlap"]["exact"] == [] and len(document["overlap"]["mirrored"]) == 1
+    assert document["cleared"] is False

@@ -10,7 +10,7 @@ import pytest
 
 import chess
 from rungbench.chess.cache import CacheKey, SearchCache, make_record, record_problems
-from rungbench.chess.workspace import Workspace
+from rungbench.chess.workspace import Workspace, write_canonical
 from rungbench.errors import IntegrityError
 from rungbench.evidence.canonical import digest
 
@@ -170,3 +170,16 @@ def test_remembered_record_is_rechecked_against_the_index(tmp_path: Path) -> Non
         '{"key":"' + KEY.digest + '","record":"' + other_digest + '"}')
     found = cache.lookup(KEY)
     assert found.record == other and found.record_digest == other_digest
+
+
+def test_index_entry_pointing_at_another_keys_record_is_quarantined(tmp_path: Path) -> None:
+    """A readable record that fails revalidation (pass A under a pass B key) is moved away."""
+    ws = Workspace(tmp_path)
+    cache = SearchCache(ws)
+    stored = cache.put(KEY, make_record(KEY, lines()))
+    other = CacheKey(KEY.engine, KEY.contract, KEY.fen, "B")
+    write_canonical(cache.index_path(other), {"key": other.digest, "record": stored})
+    found = SearchCache(ws).lookup(other)
+    assert found.record is None and found.rejected == ["key.pass"]
+    assert not cache.index_path(other).exists()
+    assert (ws.quarantine_dir / f"object-{stored[7:]}").is_file()

@@ -197,3 +197,9 @@ def test_a_pass_is_always_stable_against_itself(exps: list[int], forcing: bool,
     v = view(exps, mate=mate, forcing=forcing)
     assert stability_reasons(v, v) == []
     assert classify(v) in ("tactical", "ambiguous", "quiet", "unclassified")
+
+
+def test_negative_wdl_component_is_refused() -> None:
+    """A per-mille WDL summing to 1000 but with a negative part is rejected."""
+    with pytest.raises(ValueError, match="invalid per-mille WDL"):
+        expectation_units(1100, -100, 0)

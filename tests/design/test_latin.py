@@ -82,3 +82,16 @@ def test_bad_inputs_raise() -> None:
         latin_schedule([("a", 1)], ["x", "x"], [])
     with pytest.raises(InputError, match=r"splits\.a"):
         latin_schedule([("a", -1)], ["x", "y"], [])
+
+
+def test_carryover_counts_follow_ordinals_not_list_order() -> None:
+    """One block (Williams row 0, order 0 1 3 2) given in reverse still yields its own pairs."""
+    cells = latin_schedule([("development", 1)], CONDITIONS, [])
+    a, b, c, d = CONDITIONS
+    assert carryover_counts(list(reversed(cells))) == {(a, b): 1, (b, d): 1, (d, c): 1}
+
+
+def test_boolean_unit_count_is_refused() -> None:
+    """A split whose unit count is True (a bool, not an int) is an InputError."""
+    with pytest.raises(InputError):
+        latin_schedule([("development", True)], CONDITIONS, [])  # type: ignore[list-item]

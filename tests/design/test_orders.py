@@ -101,3 +101,11 @@ def test_invalid_orders_raise() -> None:
         exposure_audit(np.array([[0, 0]]), np.array([[0, 1]]))
     with pytest.raises(InputError, match="rotation"):
         cyclic_counterbalance(10, 5, rotation=5)
+
+
+@pytest.mark.parametrize("keep", [0, 6])
+def test_projection_outside_one_to_width_is_refused(keep: int) -> None:
+    """Projecting onto 0 ranks or more ranks than the width (5) is an InputError."""
+    orders, _ = independent_shuffles(3, 5, rng=1)
+    with pytest.raises(InputError):
+        project(orders, keep)

@@ -108,3 +108,14 @@ def test_duplicate_precondition_names_rejected() -> None:
 def test_require_holds_when_condition_true() -> None:
     """require() yields no reason when its condition holds."""
     assert Gate("g", (require("x", lambda: True, "c", "d"),)).evaluate().codes == ()
+
+
+def test_every_reason_of_a_raised_refusal_is_collected() -> None:
+    """A check that raises Refusal with two reasons contributes both, in order."""
+
+    def raises() -> Sequence[Reason]:
+        raise Refusal([Reason("first", "one"), Reason("second", "two")], gate="inner")
+
+    report = Gate("g", (Precondition("p", raises),)).preflight()
+    assert report.codes == ("first", "second")
+    assert all(r.subject == "p" for r in report.reasons)

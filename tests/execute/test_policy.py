@@ -33,3 +33,9 @@ def test_zero_attempts_is_refused() -> None:
     """A limit below one attempt is an input error naming the field."""
     with pytest.raises(InputError, match="max_attempts"):
         RetryPolicy(max_attempts=0)
+
+
+def test_negative_max_wait_is_refused() -> None:
+    """A negative cap on a single wait is an InputError, like a negative backoff."""
+    with pytest.raises(InputError):
+        RetryPolicy(max_wait_s=-1.0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import threading
 from collections import Counter
@@ -406,3 +408,53 @@ def test_a_run_executing_elsewhere_is_refused_then_resumable(tmp_path: Path) -> 
     assert caught.value.codes == ("run_busy",) and sum(agent.calls.values()) == 1
     summary = execute_run(run_dir, agent, validator=validate_move)
     assert summary.finalized == 2 and verify_run(run_dir).ok
+
+
+def test_waits_come_only_between_attempts_of_a_cell(tmp_path: Path) -> None:
+    """Two failures then an answer sleep exactly backoff 2 s then 8 s; first sends never wait."""
+    agent = Scripted({"c000": [Outcome.PROVIDER_ERROR, Outcome.TIMEOUT]})
+    sleeps: list[float] = []
+    _run(tmp_path, agent, n=3, policy=RetryPolicy(max_attempts=4, backoff_s=(2.0, 8.0)),
+         sleep=sleeps.append)
+    assert sleeps == [2.0, 8.0]
+
+
+def test_verify_run_reports_a_tool_event_after_the_final(tmp_path: Path) -> None:
+    """A tool_event logged after a cell's final outcome is named as a problem."""
+    run_dir, _ = _run(tmp_path, Scripted(), n=2)
+    cell = _schedule(2).cells[0]
+    _append(run_dir, [{"kind": "tool_event", "cell": cell.cell_id,
+                       "request_digest": cell.request_digest, "attempt": 2,
+                       "outcome": "answered"}])
+    check = verify_run(run_dir)
+    assert not check.ok
+    assert check.problems == (f"cell {cell.cell_id!r}: tool_event after its final outcome",)
+
+
+def test_verify_run_names_a_cell_without_a_final(tmp_path: Path) -> None:
+    """A cell whose final record is missing is listed as having 0 final outcomes."""
+    run_dir, _ = _run(tmp_path, Scripted(), n=2)
+    _drop_final(run_dir, "c001")
+    check = verify_run(run_dir)
+    assert check.problems == ("cell 'c001': 0 final outcomes",) and check.final == 1
+
+
+def test_request_changed_in_place_by_the_agent_is_refused_before_the_retry(
+    tmp_path: Path,
+) -> None:
+    """An agent that edits the frozen request's tool schema, then fails, gets no retry sent."""
+
+    class Tamperer(Scripted):
+        def respond(self, request: Request) -> Response:
+            request.tools[0]["function"]["description"] = "edited in place"
+            return super().respond(request)
+
+    base = move_choice_request("c000", FENS[0])
+    own = dataclasses.replace(base, tools=copy.deepcopy(base.tools))  # never edit the shared tool
+    schedule = Schedule.of("chess.move_choice/1", "test", [own])
+    agent = Tamperer({"c000": [Outcome.PROVIDER_ERROR]})
+    run_dir = create_run(tmp_path, schedule, describe_agent(agent),
+                         policy=RetryPolicy(max_attempts=3, backoff_s=(0.0,)))
+    with pytest.raises(IntegrityError, match="request changed since it was frozen"):
+        execute_run(run_dir, agent, validator=validate_move)
+    assert agent.calls["c000"] == 1

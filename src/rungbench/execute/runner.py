@@ -223,6 +223,8 @@ class _Session:
         self.tokens = [0, 0]
         self.cost = 0.0
         self.progress: Callable[[], None] = lambda: None
+        self.frozen: dict[str, str] = {}
+        """Cell id -> request digest as loaded from the frozen schedule at session start."""
 
     def run_cell(self, cell: Cell, prior_attempts: int) -> None:
         """Send ``cell`` until a final outcome or the attempt limit; log every step."""
@@ -237,9 +239,10 @@ class _Session:
             retry_after = failed[0].retry_after
 
     def _attempt(self, cell: Cell, attempt: int) -> tuple[CallFailure, dict[str, Any]] | None:
-        if cell.request.digest() != cell.request_digest:
+        frozen = self.frozen[cell.cell_id]
+        if cell.request.digest() != frozen:
             raise IntegrityError(f"cell {cell.cell_id!r}: request changed since it was frozen")
-        base = {"cell": cell.cell_id, "request_digest": cell.request_digest, "attempt": attempt}
+        base = {"cell": cell.cell_id, "request_digest": frozen, "attempt": attempt}
         self.log.append({"kind": "attempt", **base})
         with self.lock:
             self.sent += 1
@@ -406,6 +409,7 @@ def _execute(
     torn = session.log.repair()
     events = session.log.read()
     states = reduce_events(events, schedule)
+    session.frozen = {cell_id: state.request_digest for cell_id, state in states.items()}
     number = 1 + sum(1 for e in events if e["kind"] == "session")
     session.log.append(
         {
