@@ -134,3 +134,68 @@ def test_standardized_baseline_falls_back_to_listing_order(bench: pathlib.Path) 
     assert v["items"] == len(shares) > 0
     assert v["sort_by_variance_accuracy_standardized"] == pytest.approx(float(np.mean(shares)))
     assert v["varsortability_raw"] == pytest.approx(float(np.mean(raw)))
+
+
+def test_listing_gate_fails_above_55_percent(tmp_path: pathlib.Path) -> None:
+    """A public listing agreeing with 2 of 3 edges (67% > 55%) fails the listing-order gate."""
+    from rungbench.causal.audit import listing_order_audit
+
+    variables = [{"name": "C", "parents": ["A"]}, {"name": "A", "parents": []},
+                 {"name": "B", "parents": ["A", "C"]}]
+    (tmp_path / "private").mkdir()
+    (tmp_path / "public").mkdir()
+    world = {"world": {"variables": variables}, "causal_order": ["A", "C", "B"]}
+    (tmp_path / "private" / "worlds.jsonl").write_text(json.dumps(world) + "\n")
+    case = {"world_id": "w0", "skin": "domain",
+            "evidence": {"kind": "mechanism", "payload": {"variables": variables}}}
+    (tmp_path / "public" / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    lo = listing_order_audit(tmp_path)
+    assert lo["before"]["rate"] == 1.0
+    assert lo["after"]["rate"] == pytest.approx(2 / 3)
+    assert lo["pass"] is False
+
+
+def test_listing_audit_counts_each_world_skin_listing_once(tmp_path: pathlib.Path) -> None:
+    """Several cases of one world and skin show one listing: its 3 edges are counted once."""
+    from rungbench.causal.audit import listing_order_audit
+
+    variables = [{"name": "C", "parents": ["A"]}, {"name": "A", "parents": []},
+                 {"name": "B", "parents": ["A", "C"]}]
+    (tmp_path / "private").mkdir()
+    (tmp_path / "public").mkdir()
+    (tmp_path / "private" / "worlds.jsonl").write_text("")
+    case = {"world_id": "w0", "skin": "domain",
+            "evidence": {"kind": "mechanism", "payload": {"variables": variables}}}
+    (tmp_path / "public" / "cases.jsonl").write_text((json.dumps(case) + "\n") * 3)
+    after = listing_order_audit(tmp_path)["after"]
+    assert (after["agree"], after["edges"]) == (2, 3)
+
+
+def test_skin_structure_audit_without_twins_does_not_pass(tmp_path: pathlib.Path) -> None:
+    """A bench with no domain/nonsense twin pair has nothing checked, so the audit fails."""
+    (tmp_path / "public").mkdir()
+    case = {"case_id": "c0001d", "skin": "domain", "evidence": {"kind": "joint"}}
+    (tmp_path / "public" / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    out = skin_structure_audit(tmp_path)
+    assert out["pairs"] == 0 and out["pass"] is False
+
+
+def test_standardize_centres_and_scales_each_column() -> None:
+    """Columns (0, 2) and the constant (1, 1) standardize to (−1, 1) and (0, 0) (population SD)."""
+    z = standardize(np.array([[0, 1], [2, 1]]))
+    np.testing.assert_allclose(z, [[-1.0, 0.0], [1.0, 0.0]])
+
+
+def test_skin_behaviour_audit_clusters_by_world(tmp_path: pathlib.Path) -> None:
+    """Eight twin pairs from four worlds are bootstrapped as four world clusters."""
+    rows = []
+    for w in range(4):
+        for item in range(2):
+            for skin, outcome in (("d", "correct"), ("n", "wrong" if item else "correct")):
+                rows.append({"world_id": f"w{w}",
+                             "verdict": {"case_id": f"w{w}i{item}{skin}", "outcome": outcome}})
+    (tmp_path / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = skin_behaviour_audit(tmp_path)
+    assert out["pairs"] == 8
+    assert out["delta"]["n_clusters"] == 4
+    assert out["delta"]["mean"] == pytest.approx(0.5)

@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from rungbench.causal import mechanisms as mech
 from rungbench.causal import oracle
 from rungbench.causal.identify import (
     causal_graph,
@@ -26,7 +27,7 @@ from rungbench.causal.identify import (
 from rungbench.causal.motifs import motif_catalogue
 from rungbench.causal.random_dag import DagSpec, random_world
 from rungbench.causal.witness import projection
-from rungbench.causal.world import Query, World
+from rungbench.causal.world import Query, Response, Variable, World
 from rungbench.errors import InputError
 
 with warnings.catch_warnings():
@@ -167,3 +168,24 @@ def test_large_world_identification_uses_marginals() -> None:
         if r.witness is not None:
             assert r.witness.joint_max_diff < 1e-9
     assert verdicts & {"backdoor", "no_causal_path"}
+
+
+def _confounded_without_effect() -> World:
+    """L → X, L → Y, X → Y with X ignoring L and Y ignoring X: P(y | do x) = P(y | x) = P(L=1)."""
+    return World("z", (Variable("L", (), mech.root(0.3), observed=False),
+                       Variable("X", ("L",), (Response(0.4, (1, 1)), Response(0.6, (0, 0)))),
+                       Variable("Y", ("X", "L"), (Response(1.0, (0, 0, 1, 1)),))))
+
+
+def test_zero_gap_witness_leaves_the_verdict_unknown() -> None:
+    """A witness that gives the same P(y | do x) (gap 0) proves nothing: verdict ``unknown``."""
+    result = identify(_confounded_without_effect(), "X", "Y")
+    assert result.verdict == "unknown"
+    assert result.witness is None and result.estimate is None
+
+
+def test_latent_set_is_not_a_backdoor_set() -> None:
+    """The latent confounder {L} d-separates X and Y but cannot be adjusted for."""
+    w = _confounded_without_effect()
+    assert not is_backdoor_set(w, "X", "Y", ["L"])
+    assert not is_backdoor_set(w, "X", "Y", [])

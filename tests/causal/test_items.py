@@ -134,3 +134,130 @@ def test_every_non_id_item_is_proved_by_its_witness(structure: str) -> None:
             assert gap > TOL
             proved += 1
     assert proved > 0
+
+
+def test_mediation_items_follow_the_mediation_formula() -> None:
+    """Unconfounded X → M → Y, X → Y: nde_part = Σ_m P(y | X=1, m) P(m | X=0) and nie_part
+    = Σ_m P(y | X=0, m) P(m | X=1) (Pearl 2001 mediation formula, from rung-1 values)."""
+    rng = np.random.default_rng(11)
+    d = draw_world("mediation", rng, "w1")
+    items = {i.key: i for i in world_items(d, rng)}
+    w = d.world
+
+    def formula(outer: int, inner: int) -> float:
+        return sum(oracle.probability(w, Query(1, {"Y": 1}, {}, {"X": outer, "M": m}))
+                   * oracle.probability(w, Query(1, {"M": m}, {}, {"X": inner})) for m in (0, 1))
+
+    assert items["nde_part"].value == pytest.approx(formula(1, 0), abs=1e-12)
+    assert items["nie_part"].value == pytest.approx(formula(0, 1), abs=1e-12)
+    assert abs(formula(1, 0) - formula(1, 1)) > 1e-6
+
+
+def test_identifiable_pn_items_have_bounds_within_tolerance() -> None:
+    """A cf_pn item is identifiable only when its Tian–Pearl bounds are no wider than tol."""
+    checked = 0
+    for structure in ("chain", "confounded", "mediation", "random_dag", "and_interaction"):
+        for seed in range(6):
+            rng = np.random.default_rng(seed)
+            items = {i.key: i for i in world_items(draw_world(structure, rng, "w"), rng)}
+            pn = items.get("cf_pn")
+            if pn is None or not pn.identifiable:
+                continue
+            bounds = items["cf_bounds"].bounds
+            assert bounds is not None and bounds[1] - bounds[0] <= TOL
+            assert bounds[0] - 1e-9 <= (pn.value or 0.0) <= bounds[1] + 1e-9
+            checked += 1
+    assert checked >= 1
+
+
+def test_decision_items_never_keep_a_near_tie_between_the_two_best_actions() -> None:
+    """Across many worlds, every kept decision item's two best losses differ by >= 0.05."""
+    from rungbench.causal.items import MIN_DECISION_MARGIN, decision_item
+
+    kept = 0
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        d = draw_world("random_dag" if seed % 2 else "mediation", rng, "w")
+        item = decision_item(d, rng)
+        if item is None:
+            continue
+        losses = sorted(a.expected_loss for a in item.actions)
+        assert losses[1] - losses[0] >= MIN_DECISION_MARGIN
+        kept += 1
+    assert kept >= 10
+
+
+def test_factual_cell_is_never_rarer_than_min_cell() -> None:
+    """X ~ B(0.99), Y := X: the factual cell is always (1, 1); (0, 0) has mass 0.01 < 0.02."""
+    from rungbench.causal import mechanisms as mech
+    from rungbench.causal.items import _pick_factual
+    from rungbench.causal.world import Response, Variable
+
+    w = World("f", (Variable("X", (), mech.root(0.99)),
+                    Variable("Y", ("X",), (Response(1.0, (0, 1)),))))
+    for seed in range(20):
+        assert _pick_factual(w, "X", "Y", np.random.default_rng(seed), {}) == (1, 1)
+
+
+def test_clamp_unit_clamps_rounding_and_refuses_real_excursions() -> None:
+    """1 + 1e-12 clamps to 1 and -1e-12 to 0; 1.01 is an IntegrityError, None passes through."""
+    from rungbench.causal.items import clamp_unit
+    from rungbench.errors import IntegrityError
+
+    assert clamp_unit(1.0 + 1e-12) == 1.0
+    assert clamp_unit(-1e-12) == 0.0
+    assert clamp_unit(None) is None
+    with pytest.raises(IntegrityError):
+        clamp_unit(1.01)
+
+
+def test_identified_estimate_disagreeing_with_the_oracle_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An identification estimate 0.01 away from the do-oracle raises IntegrityError."""
+    from dataclasses import replace
+
+    from rungbench.causal import items as items_module
+    from rungbench.causal.identify import identify as real
+    from rungbench.errors import IntegrityError
+
+    def off(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        assert result.estimate is not None
+        return replace(result, estimate=result.estimate + 0.01)
+
+    monkeypatch.setattr(items_module, "identify", off)
+    rng = np.random.default_rng(0)
+    d = draw_world("confounded", rng, "w")
+    with pytest.raises(IntegrityError, match="differs from the oracle"):
+        items_module.identification_item(d, rng)
+
+
+def test_antitone_coupling_flips_the_treatment_rows() -> None:
+    """Parents (A, X), treatment X: rows with X = 1 read 1[U > 1 − p]; tables derived by hand."""
+    from rungbench.causal.items import threshold_coupling
+    from rungbench.causal.world import Response, Variable
+
+    p = [0.2, 0.6, 0.7, 0.9]  # rows: A + 2X
+    v = Variable("V", ("A", "X"), threshold_coupling(p, frozenset()))
+    antitone = couplings(v, "X")[1]
+    expected = [(0.1, (1, 1, 0, 0)), (0.1, (1, 1, 0, 1)), (0.1, (0, 1, 0, 1)),
+                (0.3, (0, 1, 1, 1)), (0.4, (0, 0, 1, 1))]
+    assert [r.table for r in antitone] == [t for _, t in expected]
+    assert [r.p for r in antitone] == pytest.approx([q for q, _ in expected])
+    assert isinstance(antitone[0], Response)
+
+
+def test_exact_counterfactual_intervenes_against_the_factual_value() -> None:
+    """Every exact_r3 item sets X to the opposite of its factual value (P(y_{x'} | x, y))."""
+    seen = 0
+    for structure in ("chain", "confounded", "fork", "mediation", "random_dag"):
+        rng = np.random.default_rng(3)
+        d = draw_world(structure, rng, "w")
+        for item in world_items(d, rng):
+            if item.key == "exact_r3":
+                assert item.query is not None
+                x = d.treatment
+                assert item.query.do[x] == 1 - item.query.evidence[x]
+                seen += 1
+    assert seen >= 3

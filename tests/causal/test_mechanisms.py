@@ -60,3 +60,11 @@ def test_out_of_range_strength_is_an_input_error() -> None:
     with pytest.raises(InputError) as exc:
         mech.noisy_or([0.5, 1.5], 0.1)
     assert exc.value.field == "strengths[1]"
+
+
+def test_random_mixture_caps_tables_at_the_number_of_functions() -> None:
+    """n_tables is capped at 2**(2**k) distinct functions: 2 for a root, all 4 for one parent."""
+    rng = np.random.default_rng(7)
+    assert len(mech.random_mixture(0, rng, n_tables=5)) == 2
+    assert len(mech.random_mixture(1, rng, n_tables=4)) == 4
+    assert len(mech.random_mixture(1, rng, n_tables=9)) == 4

@@ -223,3 +223,14 @@ def test_every_motif_answers_all_rungs() -> None:
         for q in (Query(1, {y: 1}, {}, {x: 1}), Query(2, {y: 1}, {x: 1}, {}),
                   Query(3, {y: 1}, {x: 0}, {x: 1})):
             assert 0.0 <= oracle.answer(m.world, q).value <= 1.0
+
+
+def test_auto_method_enumerates_small_worlds_and_eliminates_large_ones() -> None:
+    """method="auto" enumerates up to 2**16 exogenous configurations and eliminates above it."""
+    small = _copy_chain()
+    assert oracle.answer(small, Query(2, {"Y": 1}, {"X": 1}, {})).method == "enumeration"
+    big = World("big", tuple(Variable(f"R{i:02d}", (), mech.root(0.5)) for i in range(17)))
+    assert big.n_configurations() == 1 << 17
+    ans = oracle.answer(big, Query(1, {"R00": 1}, {}, {"R01": 0}))
+    assert ans.method == "elimination"
+    assert ans.value == pytest.approx(0.5, abs=1e-12)

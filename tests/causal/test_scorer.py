@@ -257,3 +257,10 @@ def test_malformed_bounds_line_names_line_and_field() -> None:
     with pytest.raises(InputError) as exc:
         parse_response_line(lines[0], 1, oracles, "r.jsonl")
     assert exc.value.field == "bounds" and exc.value.line == 1
+
+
+def test_edge_listed_both_ways_is_not_counted_as_reversed() -> None:
+    """A true edge answered in both directions is not "reversed"; one answered only backwards is."""
+    v = score_dict(_CHAIN, _resp("d1", edges=[["A", "B"], ["B", "A"], ["C", "B"]]))
+    assert v["structure"]["reversed"] == 1
+    assert v["structure"]["same_mec"] is False

@@ -90,3 +90,10 @@ def test_mec_size_matches_brute_force(edges: list[tuple[str, str]]) -> None:
             count += 1
     assert mec_size(edges) == max(count, 1)
     assert is_acyclic(edges)
+
+
+def test_meek_r3_orients_the_edge_into_the_collider() -> None:
+    """A->C, A->D, A->B, C->B<-D: R3 (A-C->B, A-D->B, C, D non-adjacent) compels A->B (Meek)."""
+    cp = cpdag_of([("A", "C"), ("A", "D"), ("A", "B"), ("C", "B"), ("D", "B")])
+    assert cp.directed == {("C", "B"), ("D", "B"), ("A", "B")}
+    assert cp.undirected == {frozenset(("A", "C")), frozenset(("A", "D"))}

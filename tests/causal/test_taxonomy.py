@@ -69,3 +69,40 @@ def test_abstain_and_invalid_get_no_label() -> None:
     assert _labels(o) == []
     r = AgentResponse(case_id="c", arm="a", status="abstain", confidence=1.0)
     assert failure_labels(o, r, score(o, r)) == []
+
+
+def test_wrong_answer_near_a_confusion_that_equals_the_truth_is_unexplained() -> None:
+    """Truth 0.51, rung-2 value 0.50: a wrong 0.485 is within tau of 0.50 but gets no INT_CF."""
+    o = _oracle(value=0.51, confusions={"rung1": None, "rung2_population": 0.5, "resampled": None})
+    assert _labels(o, value=0.485) == [UNEXPLAINED]
+
+
+def test_answered_point_takes_only_degenerate_bounds() -> None:
+    """A value is the point; bounds [0.3, 0.3] commit to 0.3; bounds [0.2, 0.4] commit to none."""
+    from rungbench.causal.taxonomy import answered_point
+
+    def resp(**kw: Any) -> AgentResponse:
+        return AgentResponse.model_validate({"case_id": "c", "arm": "a", "status": "answer", **kw})
+
+    assert answered_point(resp(value=0.7)) == 0.7
+    assert answered_point(resp(bounds=[0.3, 0.3])) == 0.3
+    assert answered_point(resp(bounds=[0.2, 0.4])) is None
+
+
+def test_confidence_exactly_at_threshold_is_unsupported_certainty() -> None:
+    """Confidence 0.9 (= CERTAINTY, inclusive) on a wrong answer is unsupported certainty."""
+    assert _labels(_oracle(), value=0.1, confidence=0.9) == [UNSUPPORTED_CERTAINTY]
+    assert _labels(_oracle(), value=0.1, confidence=0.89) == [UNEXPLAINED]
+
+
+def test_rung1_item_gets_no_rung_confusion_label() -> None:
+    """A rung-1 item cannot confuse rungs: a wrong answer at its rung1 value is unexplained."""
+    o = _oracle(rung=1, confusions={"rung1": 0.6, "rung2_population": None, "resampled": None})
+    assert _labels(o, value=0.6) == [UNEXPLAINED]
+
+
+def test_false_non_id_verdict_is_labelled() -> None:
+    """Claiming non-ID on an identifiable item is a failure: unexplained, or certainty."""
+    o = _oracle()
+    assert _labels(o, status="not_identifiable") == [UNEXPLAINED]
+    assert _labels(o, status="not_identifiable", confidence=0.95) == [UNSUPPORTED_CERTAINTY]

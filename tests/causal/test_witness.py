@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from rungbench.causal import mechanisms as mech
 from rungbench.causal import oracle
 from rungbench.causal.identify import identify
 from rungbench.causal.joint import observed_joint
@@ -14,11 +15,13 @@ from rungbench.causal.motifs import latent_confounded, motif_catalogue
 from rungbench.causal.random_dag import DagSpec, random_world
 from rungbench.causal.witness import (
     WITNESS_TOL,
+    Witness,
     build_witness,
     ordered_blankets,
+    projection,
     threshold_responses,
 )
-from rungbench.causal.world import Query, Variable
+from rungbench.causal.world import Query, Variable, World
 
 
 def test_latent_confounded_witness_is_the_unconfounded_model() -> None:
@@ -103,3 +106,45 @@ def test_witness_on_a_world_too_large_for_a_dense_joint() -> None:
     assert w_small is not None and w_big is not None
     assert w_big.joint_max_diff < 1e-12
     assert w_big.gap == pytest.approx(w_small.gap, abs=1e-12)
+
+
+def test_item_is_kept_only_when_the_gap_exceeds_the_tolerance() -> None:
+    """keeps_item is gap > WITNESS_TOL: a 0.01 gap is dropped, a 0.03 gap kept."""
+    w = latent_confounded(np.random.default_rng(0), "w").world
+    assert not Witness(w, 0.50, 0.49, 0.0).keeps_item
+    assert Witness(w, 0.50, 0.53, 0.0).keeps_item
+    assert Witness(w, 0.50, 0.53, 0.0).gap == pytest.approx(0.03)
+
+
+def test_projection_follows_latent_chains() -> None:
+    """L1 → L2 (both latent), L1 → Z, L2 → X, L2 → Y: X, Y, Z are pairwise bidirected."""
+    w = World("p", (
+        Variable("L1", (), mech.root(0.5), observed=False),
+        Variable("L2", ("L1",), mech.noisy_function(lambda b: b[0], 1, 0.2), observed=False),
+        Variable("Z", ("L1",), mech.noisy_function(lambda b: b[0], 1, 0.2)),
+        Variable("X", ("L2",), mech.noisy_function(lambda b: b[0], 1, 0.2)),
+        Variable("Y", ("L2", "X"), mech.noisy_or([0.5, 0.5], 0.1)),
+    ))
+    parents, siblings = projection(w)
+    assert parents == {"Z": set(), "X": set(), "Y": {"X"}}
+    assert siblings == {"Z": {"X", "Y"}, "X": {"Y", "Z"}, "Y": {"X", "Z"}}
+
+
+def test_witness_that_moves_the_joint_by_1e_6_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the saturated world's joint differs by 1e-6 (> JOINT_CHECK), IntegrityError is raised."""
+    from rungbench.causal import witness as witness_module
+    from rungbench.errors import IntegrityError
+
+    original = witness_module.saturated_world
+
+    def nudged(world: World, joint: object, parents: dict[str, tuple[str, ...]]) -> World:
+        alt = original(world, joint, parents)  # type: ignore[arg-type]
+        x = alt.var("X")
+        p = float(x.p_one()[0]) + 1e-6
+        vs = tuple(Variable("X", (), mech.root(p)) if v.name == "X" else v for v in alt.variables)
+        return World(alt.world_id, vs)
+
+    monkeypatch.setattr(witness_module, "saturated_world", nudged)
+    m = latent_confounded(np.random.default_rng(0), "l")
+    with pytest.raises(IntegrityError, match="changes the observed joint"):
+        build_witness(m.world, "X", "Y")

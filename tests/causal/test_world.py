@@ -142,3 +142,22 @@ def test_graph_helpers() -> None:
     assert w.ancestors(["B"]) == {"A", "B"}
     assert w.children("A") == ("B",)
     assert w.n_configurations() == 2 * 3
+
+
+def test_probability_sum_tolerance_is_1e_9() -> None:
+    """Sums off by 1e-6 are rejected; sums off by 1e-12 (rounding) are accepted (CONTRACTS §1)."""
+    doc = _doc()
+    doc["variables"][2]["responses"] = [{"p": 0.5 + 1e-6, "table": [1]},
+                                        {"p": 0.5, "table": [0]}]
+    with pytest.raises(InputError, match="sum to"):
+        World.from_json(doc)
+    doc["variables"][2]["responses"][0]["p"] = 0.5 + 1e-12
+    assert "A" in World.from_json(doc)
+
+
+def test_rung3_query_without_do_is_an_input_error() -> None:
+    """A rung-3 (counterfactual) query with an empty do() raises InputError on field ``do``."""
+    w = World.from_json(_doc())
+    with pytest.raises(InputError) as exc:
+        check_query(w, Query(3, {"B": 1}, {}, {"A": 1}))
+    assert exc.value.field == "do"

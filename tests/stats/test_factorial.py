@@ -123,3 +123,20 @@ def test_non_finite_cell_raises() -> None:
     """A NaN cell mean raises InputError."""
     with pytest.raises(InputError):
         factorial_2x2(0.1, float("nan"), 0.2, 0.3)
+
+
+def test_extra_unit_in_a_later_cell_is_an_input_error() -> None:
+    """A cell with more units than R(0,0) raises InputError naming that cell, not a numpy error."""
+    with pytest.raises(InputError) as info:
+        factorial_2x2_paired([1.0, 2.0], [1.0, 2.0, 3.0], [1.0, 2.0], [1.0, 2.0], ["a", "b"],
+                             rng=0)
+    assert info.value.field == "r01"
+
+
+def test_l_agreement_reads_l_simple_effects() -> None:
+    """R = (0.5, 0.4, 0.6, 0.3): L helps in both B arms (0.1, 0.3); B's effects disagree."""
+    est = factorial_2x2(0.5, 0.4, 0.6, 0.3)
+    assert est.simple_l_without_b == pytest.approx(0.1)
+    assert est.simple_l_with_b == pytest.approx(0.3)
+    assert est.l_simple_effects_agree()
+    assert not est.b_simple_effects_agree()

@@ -80,3 +80,14 @@ def test_empty_pvalues_raise_input_error() -> None:
     with pytest.raises(InputError) as info:
         holm_adjust([])
     assert info.value.field == "pvalues"
+
+
+def test_adjusted_pvalue_equal_to_alpha_is_rejected() -> None:
+    """Rejection is inclusive (q <= alpha): (0.025, 0.05) at 0.05 as statsmodels decides."""
+    p = [0.025, 0.05]
+    for ours, method in ((holm, "holm"), (benjamini_hochberg, "fdr_bh"),
+                         (bonferroni, "bonferroni")):
+        expected = [bool(x) for x in multipletests(p, alpha=0.05, method=method)[0]]
+        assert ours(p, alpha=0.05) == expected
+    assert holm(p, alpha=0.05) == [True, True]
+    assert bonferroni(p, alpha=0.05) == [True, False]

@@ -164,3 +164,20 @@ def test_continuous_summary_has_no_discordance() -> None:
     assert not summary.is_binary
     assert summary.discordance is None and summary.mcnemar_p is None
     assert paired_summary([0.5], [0.2]).sd_diff is None
+
+
+def test_cluster_weighted_resample_means_by_hand() -> None:
+    """Clusters {0,0,0} and {1}: drawing each once averages ½ per cluster and ¼ per unit."""
+    values = np.array([0.0, 0.0, 0.0, 1.0])
+    codes = np.array([0, 0, 0, 1])
+    counts = np.array([[1, 1], [2, 0], [0, 2], [1, 3]])
+    np.testing.assert_allclose(
+        bootstrap_means(values, codes, 2, counts, "cluster"), [0.5, 0.0, 1.0, 0.75])
+    np.testing.assert_allclose(
+        bootstrap_means(values, codes, 2, counts, "unit"), [0.25, 0.0, 1.0, 0.5])
+
+
+def test_wholly_negative_interval_excludes_zero() -> None:
+    """An interval below zero (−0.3, −0.1) excludes zero; one ending exactly at 0 does not."""
+    assert PairedDelta(-0.2, -0.3, -0.1, 10, 5, 100).excludes_zero()
+    assert not PairedDelta(-0.2, -0.3, 0.0, 10, 5, 100).excludes_zero()

@@ -96,3 +96,18 @@ def test_mcnemar_n_grows_as_effect_shrinks() -> None:
     """Halving the effect roughly quadruples the pairs needed."""
     ratio = mcnemar_sample_size(0.05, 0.25).n_exact / mcnemar_sample_size(0.10, 0.25).n_exact
     assert 3.8 < ratio < 4.2
+
+
+def test_mcnemar_power_equals_multinomial_enumeration() -> None:
+    """Power for n = 25, p10 = 0.2, p01 = 0.1 equals summing the trinomial over (b, c) with
+    (b − c)² / (b + c) > z²: an independent enumeration of the rejection region."""
+    from scipy.stats import multinomial, norm
+
+    n, p10, p01 = 25, 0.2, 0.1
+    z2 = norm.ppf(0.975) ** 2
+    expected = 0.0
+    for b in range(n + 1):
+        for c in range(n + 1 - b):
+            if b + c > 0 and (b - c) ** 2 / (b + c) > z2:
+                expected += multinomial.pmf([b, c, n - b - c], n, [p10, p01, 1 - p10 - p01])
+    assert mcnemar_power(n, p10 - p01, p10 + p01) == pytest.approx(expected, abs=1e-12)
