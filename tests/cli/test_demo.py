@@ -1,0 +1,26 @@
+"""`rungbench demo`: every finished capability runs as a stage on the bundled data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from rungbench.cli import app
+
+EXPECTED_LAYERS = ("(evidence)", "(stats)", "(causal)", "(chess)", "(execute)", "(design)")
+
+
+def test_demo_runs_every_stage_green(tmp_path: Path) -> None:
+    """The demo prints one JSON document in which every stage, of every layer, is ok."""
+    result = CliRunner().invoke(app, ["demo", "--json", "--workdir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["ok"] is True
+    stages = document["stages"]
+    assert len(stages) == 8
+    assert all(stage["ok"] for stage in stages.values()), stages
+    for layer in EXPECTED_LAYERS:
+        assert any(name.endswith(layer) for name in stages), layer
+    assert any(tmp_path.iterdir())
