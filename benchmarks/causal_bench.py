@@ -14,11 +14,11 @@ import pathlib
 import tempfile
 import time
 
-from rungbench.causal.agreement import scorer_agreement
-from rungbench.causal.audit import audit_bench
-from rungbench.causal.build import build_split
-from rungbench.causal.evaluate import evaluate
-from rungbench.causal.reference_agents import POLICIES
+from rungbench.causal.bench.audit import audit_bench
+from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.evaluate import evaluate
+from rungbench.causal.bench.reference_agents import POLICIES
+from rungbench.causal.checks.agreement import scorer_agreement
 
 SIZES = {"dev": 60, "validation": 200, "test": 200}
 """Worlds per split (seed 003 "Staged implementation prompt", stage 3)."""

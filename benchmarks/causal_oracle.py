@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rungbench.causal import oracle
-from rungbench.causal.enumeration import MAX_CONFIGURATIONS, Enumerator
-from rungbench.causal.random_dag import DagSpec, random_world
-from rungbench.causal.validate import run_validation
-from rungbench.causal.world import Query, World
+from rungbench.causal.checks.validate import run_validation
+from rungbench.causal.scm import oracle
+from rungbench.causal.scm.enumeration import MAX_CONFIGURATIONS, Enumerator
+from rungbench.causal.scm.random_dag import DagSpec, random_world
+from rungbench.causal.scm.world import Query, World
 from rungbench.errors import InputError
 
 with warnings.catch_warnings():

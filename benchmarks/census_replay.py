@@ -16,10 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from rungbench.chess.census import census_path
-from rungbench.chess.corpus import load_corpus
-from rungbench.chess.dispatch import version
-from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
+from rungbench.chess.transcripts.census import census_path
+from rungbench.chess.transcripts.corpus import load_corpus
+from rungbench.chess.transcripts.dispatch import version
+from rungbench.chess.transcripts.harness import (
+    HarnessConfig,
+    RandomOpponent,
+    ScriptedAgent,
+    play_corpus,
+)
 from rungbench.cli.chess_census import DEMO_SCRIPT
 
 A104 = {"eligible_attempts": 27218, "same_position_transitions": 13715, "position_chains": 13503,

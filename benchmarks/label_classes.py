@@ -21,9 +21,9 @@ from collections import Counter
 
 import chess
 from rungbench.chess.engine import EngineConfig, lines_json, search, start_uci
-from rungbench.chess.label import pass_view
-from rungbench.chess.pool import bundled_data_dir
-from rungbench.chess.stability import CLASSES, classify, stability_reasons
+from rungbench.chess.labels.label import pass_view
+from rungbench.chess.labels.pool import bundled_data_dir
+from rungbench.chess.labels.stability import CLASSES, classify, stability_reasons
 
 REFERENCE = {
     "after setup move (40)": {"tactical": 37, "ambiguous": 0, "quiet": 0, "unclassified": 2,

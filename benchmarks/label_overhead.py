@@ -34,12 +34,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rungbench.chess.cohort import freeze_cohort
 from rungbench.chess.engine import EngineConfig, bench_signature, binary_digest
-from rungbench.chess.idle import IdleGate
-from rungbench.chess.label import LabelConfig, run_label_stage
-from rungbench.chess.pool import PoolConfig, PoolSource, bundled_data_dir, freeze_pool, load_pool
-from rungbench.chess.qualify import qualify
+from rungbench.chess.labels.cohort import freeze_cohort
+from rungbench.chess.labels.config import LabelConfig
+from rungbench.chess.labels.idle import IdleGate
+from rungbench.chess.labels.label import run_label_stage
+from rungbench.chess.labels.pool import (
+    PoolConfig,
+    PoolSource,
+    bundled_data_dir,
+    freeze_pool,
+    load_pool,
+)
+from rungbench.chess.labels.qualify import qualify
 from rungbench.chess.workspace import Workspace
 from rungbench.evidence.canonical import loads_canonical
 

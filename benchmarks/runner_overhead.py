@@ -20,8 +20,8 @@ from pathlib import Path
 
 from rungbench.agents.loopback import LoopbackServer
 from rungbench.agents.openai_provider import OpenAIProvider
-from rungbench.chess.move_choice import puzzle_schedule
 from rungbench.chess.reference_agents import RandomMover, validate_move
+from rungbench.chess.studies.move_choice import puzzle_schedule
 from rungbench.evidence.paths import shared_data_dir
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import create_run, describe_agent, execute_run, verify_run

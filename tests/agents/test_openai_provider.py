@@ -203,8 +203,8 @@ def test_body_without_choices_is_a_provider_error() -> None:
 
 def test_provider_plays_a_recorded_game_through_the_harness(tmp_path: Path) -> None:
     """The game harness accepts the provider as its Agent; the game lands in a native corpus."""
-    from rungbench.chess.dispatch import version
-    from rungbench.chess.harness import HarnessConfig, RandomOpponent, play_corpus
+    from rungbench.chess.transcripts.dispatch import version
+    from rungbench.chess.transcripts.harness import HarnessConfig, RandomOpponent, play_corpus
 
     with LoopbackServer(RandomMover(seed=5), api_key=KEY) as server:
         provider = _provider(server)

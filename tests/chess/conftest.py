@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rungbench.chess.cohort import freeze_cohort
-from rungbench.chess.pool import PoolConfig, PoolSource, bundled_data_dir, freeze_pool
-from rungbench.chess.qualify import qualify
+from rungbench.chess.labels.cohort import freeze_cohort
+from rungbench.chess.labels.pool import PoolConfig, PoolSource, bundled_data_dir, freeze_pool
+from rungbench.chess.labels.qualify import qualify
 from rungbench.chess.workspace import Workspace
 
 

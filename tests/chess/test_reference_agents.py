@@ -12,7 +12,6 @@ import pytest
 import chess
 from rungbench.agents.outcomes import classify
 from rungbench.agents.protocol import Agent, Request, Response
-from rungbench.chess.move_choice import puzzle_schedule
 from rungbench.chess.reference_agents import (
     SUBMIT_MOVE_TOOL,
     EngineAgent,
@@ -26,6 +25,7 @@ from rungbench.chess.reference_agents import (
     submitted_move,
     validate_move,
 )
+from rungbench.chess.studies.move_choice import puzzle_schedule
 from rungbench.errors import InputError
 from rungbench.evidence.paths import shared_data_dir
 
@@ -183,7 +183,7 @@ def test_board_diagram_of_the_start_position() -> None:
 def test_submit_move_schema_is_byte_identical_across_cells(tmp_path: Path) -> None:
     """Every move-choice cell — puzzles, FEN positions, the oracle-list arm — offers the same
     tool bytes, with no enum; a run's manifest records exactly one tool-schema digest."""
-    from rungbench.chess.move_choice import fen_schedule
+    from rungbench.chess.studies.move_choice import fen_schedule
     from rungbench.evidence.canonical import canonical_bytes
     from rungbench.execute.runner import create_run
 

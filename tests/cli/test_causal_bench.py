@@ -12,8 +12,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rungbench.causal import agreement
-from rungbench.causal.scorer import score_dict
+from rungbench.causal.bench.scorer import score_dict
+from rungbench.causal.checks import agreement
 from rungbench.cli.causal_bench import demo_stage, register
 
 app = typer.Typer()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rungbench.causal import validate as validate_module
-from rungbench.causal.validate import CheckRow, ValidationReport
+from rungbench.causal.checks import validate as validate_module
+from rungbench.causal.checks.validate import CheckRow, ValidationReport
 from rungbench.cli import app as root_app
 from rungbench.cli import causal as causal_cli
 from rungbench.errors import RungbenchError

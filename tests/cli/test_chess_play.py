@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from rungbench.agents.loopback import Fault, LoopbackServer
 from rungbench.agents.protocol import Message, Request, Response
-from rungbench.chess.census import census_path
-from rungbench.chess.dispatch import LEGAL_ACTION, turn_prompt, version
+from rungbench.chess.transcripts.census import census_path
+from rungbench.chess.transcripts.dispatch import LEGAL_ACTION, turn_prompt, version
 from rungbench.cli.chess_census import register
 
 KEY = "sk-play-test-5e1d07c3a9"

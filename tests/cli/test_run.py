@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from rungbench.agents.loopback import Fault, LoopbackServer
 from rungbench.agents.openai_provider import OpenAIProvider
 from rungbench.agents.protocol import Agent, Request, Response
-from rungbench.causal.build import build_split
-from rungbench.causal.evaluate import score_run
-from rungbench.chess.move_choice import fen_schedule
+from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.evaluate import score_run
+from rungbench.chess.studies.move_choice import fen_schedule
 from rungbench.cli.run import (
     build_agent,
     build_schedule,
@@ -179,8 +179,9 @@ def test_cli_import_leaves_the_sdk_and_the_domains_unloaded() -> None:
     import subprocess
     import sys
 
-    heavy = ["openai", "rungbench.agents.openai_provider", "rungbench.causal.requests",
-             "rungbench.causal.build", "rungbench.causal.evaluate", "rungbench.execute.runner"]
+    heavy = ["openai", "rungbench.agents.openai_provider", "rungbench.causal.bench.requests",
+             "rungbench.causal.bench.build", "rungbench.causal.bench.evaluate",
+             "rungbench.execute.runner"]
     code = (
         "import sys, rungbench.cli.run, rungbench.cli.causal_bench; "
         f"print([m for m in {heavy!r} if m in sys.modules])"

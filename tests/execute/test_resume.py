@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from rungbench.agents.loopback import Fault, LoopbackServer
-from rungbench.chess.move_choice import puzzle_schedule
 from rungbench.chess.reference_agents import RandomMover
+from rungbench.chess.studies.move_choice import puzzle_schedule
 from rungbench.evidence.paths import shared_data_dir
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import load_run, verify_run

@@ -36,7 +36,7 @@ import chess.engine
 import numpy as np
 
 import chess
-from rungbench.agents.protocol import Message, Request, Response, ToolCall
+from rungbench.agents.protocol import Agent, Message, Request, Response, ToolCall, close_agent
 from rungbench.errors import InputError
 
 TASK = "chess.move_choice/1"
@@ -384,3 +384,32 @@ def reference_agent(
     raise InputError(
         f"unknown reference agent {name!r}; known: {', '.join(REFERENCE_NAMES)}", field="agent"
     )
+
+
+def reference_move_agent(name: str, *, seed: int = 0, nodes: int = 20_000) -> DescribedAgent:
+    """Return reference chess agent ``name`` described by name, seed and node budget."""
+    chosen = reference_agent(name, seed=seed, nodes=nodes)
+    return DescribedAgent(
+        chosen, {"kind": "reference", "name": chosen.name, "seed": seed, "nodes": nodes}
+    )
+
+
+class DescribedAgent:
+    """An agent plus the description that goes into the run manifest."""
+
+    def __init__(self, inner: Agent, description: dict[str, Any]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.description = description
+
+    def respond(self, request: Request) -> Response:
+        """Delegate to the wrapped agent."""
+        return self.inner.respond(request)
+
+    def describe(self) -> dict[str, Any]:
+        """Return the manifest description."""
+        return self.description
+
+    def close(self) -> None:
+        """Close the wrapped agent when it holds a process or connection."""
+        close_agent(self.inner)

@@ -19,7 +19,7 @@ from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json, r
 from rungbench.errors import RungbenchError
 
 if TYPE_CHECKING:  # the oracle stack (networkx) is imported only when a command runs
-    from rungbench.causal.validate import ValidationReport
+    from rungbench.causal.checks.validate import ValidationReport
 
 app = typer.Typer(help="causal commands.", no_args_is_help=True)
 
@@ -41,7 +41,7 @@ def _verdict_line(report: ValidationReport) -> str:
 
 
 def _validate(draws: int, seed: int, as_json: bool) -> ValidationReport:
-    from rungbench.causal.validate import run_validation
+    from rungbench.causal.checks.validate import run_validation
 
     if as_json:
         return run_validation(draws=draws, seed=seed)

@@ -28,7 +28,7 @@ def build_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Build a split: DIR/public (cases) and DIR/private (oracle, mode 0700)."""
-    from rungbench.causal.build import build_split
+    from rungbench.causal.bench.build import build_split
 
     if split not in ("dev", "validation", "test"):
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
@@ -59,7 +59,7 @@ def eval_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Run an agent on every public case, score it, label its failures."""
-    from rungbench.causal.evaluate import evaluate
+    from rungbench.causal.bench.evaluate import evaluate
 
     summary = run(lambda: evaluate(bench, agent, out), as_json=as_json)
     if as_json:
@@ -79,7 +79,7 @@ def score_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Score an external agent's responses; bad lines are counted invalid and named."""
-    from rungbench.causal.evaluate import score_responses
+    from rungbench.causal.bench.evaluate import score_responses
 
     summary = run(lambda: score_responses(bench, responses, out, arm), as_json=as_json)
     if as_json:
@@ -111,7 +111,7 @@ def report_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Accuracy by family and rung, identification table, calibration, paired delta."""
-    from rungbench.causal.report import build_report, to_markdown
+    from rungbench.causal.bench.report import build_report, to_markdown
 
     report = run(lambda: build_report(run_dir, other, seed=seed), as_json=as_json)
     if as_json:
@@ -128,7 +128,7 @@ def audit_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Listing-order shortcut, nonsense-skin invariance, varsortability."""
-    from rungbench.causal.audit import audit_bench
+    from rungbench.causal.bench.audit import audit_bench
 
     result = run(lambda: audit_bench(bench, run_dir), as_json=as_json)
     if as_json:
@@ -162,7 +162,7 @@ def agreement_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Compare the two independent scorers on hand cases and generated responses."""
-    from rungbench.causal.agreement import scorer_agreement
+    from rungbench.causal.checks.agreement import scorer_agreement
 
     result = run(lambda: scorer_agreement(n, seed), as_json=as_json)
     if as_json:
@@ -191,10 +191,10 @@ def register(app: typer.Typer) -> None:
 
 def demo_stage(workdir: pathlib.Path, as_json: bool) -> dict[str, Any]:
     """Build a small dev split, evaluate the oracle and the rung-1 reference agent, report."""
-    from rungbench.causal.audit import audit_bench
-    from rungbench.causal.build import build_split
-    from rungbench.causal.evaluate import evaluate
-    from rungbench.causal.report import build_report
+    from rungbench.causal.bench.audit import audit_bench
+    from rungbench.causal.bench.build import build_split
+    from rungbench.causal.bench.evaluate import evaluate
+    from rungbench.causal.bench.report import build_report
 
     start = time.perf_counter()
     bench = workdir / "causal_bench"

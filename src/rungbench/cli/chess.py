@@ -9,12 +9,13 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from rungbench.chess.cohort import freeze_cohort
 from rungbench.chess.engine import DEFAULT_ENGINE, DEFAULT_NODES, EngineConfig
-from rungbench.chess.idle import IdleGate, default_max_load
-from rungbench.chess.label import LabelConfig, run_label_stage
-from rungbench.chess.pool import PoolConfig, PoolSource, bundled_data_dir, freeze_pool
-from rungbench.chess.qualify import DEFAULT_COHORTS, preflight, qualify
+from rungbench.chess.labels.cohort import freeze_cohort
+from rungbench.chess.labels.config import LabelConfig
+from rungbench.chess.labels.idle import IdleGate, default_max_load
+from rungbench.chess.labels.label import run_label_stage
+from rungbench.chess.labels.pool import PoolConfig, PoolSource, bundled_data_dir, freeze_pool
+from rungbench.chess.labels.qualify import DEFAULT_COHORTS, preflight, qualify
 from rungbench.chess.workspace import Workspace
 from rungbench.cli._common import JSON_OPTION, console, emit_json, progress_bar, run
 from rungbench.errors import Refusal

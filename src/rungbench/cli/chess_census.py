@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from rungbench.chess.dispatch import VERSIONS, version
+from rungbench.chess.transcripts.dispatch import VERSIONS, version
 from rungbench.cli._common import JSON_OPTION, console, emit_json, progress_bar, run
 from rungbench.cli.run import DEFAULT_API_KEY_ENV, PARAM_OPTION
 from rungbench.errors import InputError
 
 if TYPE_CHECKING:  # census and harness load only when a command runs (fast start-up)
     from rungbench.agents.protocol import Agent
-    from rungbench.chess.harness import Opponent
+    from rungbench.chess.transcripts.harness import Opponent
 
 def llm_chess_data() -> Path:
     """Return the bundled public LLM Chess logs: ``data/llm_chess`` under the data dir."""
@@ -50,7 +50,7 @@ def census_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Verify a transcript corpus and print the A104 transition census."""
-    from rungbench.chess.census import census_path
+    from rungbench.chess.transcripts.census import census_path
 
     doc = run(lambda: census_path(corpus, alpha=alpha), as_json=as_json)
     if as_json:
@@ -90,7 +90,7 @@ def play_cmd(
 ) -> None:
     """Play games with a reference agent or a real model and write a native corpus."""
     from rungbench.agents.protocol import close_agent
-    from rungbench.chess.harness import HarnessConfig, play_corpus
+    from rungbench.chess.transcripts.harness import HarnessConfig, play_corpus
 
     def action() -> dict[str, Any]:
         if (out / "manifest.json").exists() and not force:
@@ -131,8 +131,8 @@ def _game_agent(agent: str | None, model: str | None, *, base_url: str | None,
                 api_key_env: str, timeout_s: float, params: list[str], max_attempts: int,
                 backoff: str, seed: int, nodes: int) -> Agent:
     """The player named by --agent reference:NAME (default scripted) or --model openai:MODEL."""
-    from rungbench.chess.harness import RetryingAgent, reference_game_agent
     from rungbench.chess.reference_agents import TASK
+    from rungbench.chess.transcripts.harness import RetryingAgent, reference_game_agent
     from rungbench.cli.run import build_agent, parse_params, seconds
     from rungbench.execute.policy import RetryPolicy
 
@@ -150,7 +150,7 @@ def _game_agent(agent: str | None, model: str | None, *, base_url: str | None,
 
 @contextlib.contextmanager
 def _opponent(kind: str, seed: int, nodes: int) -> Iterator[Opponent]:
-    from rungbench.chess.harness import RandomOpponent, engine_opponent
+    from rungbench.chess.transcripts.harness import RandomOpponent, engine_opponent
 
     if kind == "stockfish":
         with engine_opponent(nodes=nodes) as engine:
@@ -189,8 +189,13 @@ def print_census(doc: dict[str, Any]) -> None:
 
 def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
     """Census both bundled LLM Chess runs and a small scripted-agent harness corpus."""
-    from rungbench.chess.census import census_path
-    from rungbench.chess.harness import HarnessConfig, RandomOpponent, ScriptedAgent, play_corpus
+    from rungbench.chess.transcripts.census import census_path
+    from rungbench.chess.transcripts.harness import (
+        HarnessConfig,
+        RandomOpponent,
+        ScriptedAgent,
+        play_corpus,
+    )
 
     out: dict[str, Any] = {}
     for folder in sorted(p for p in llm_chess_data().iterdir() if p.is_dir()):

@@ -33,7 +33,7 @@ def audit_design(name: str, path: Path | None = None) -> AuditReport:
     in ``path`` instead of the registered one."""
     reg = load_design_file(path) if path is not None else None
     if name == "a105":
-        from rungbench.chess.panels import a105_audit  # the A105 panels are chess-specific
+        from rungbench.chess.studies.panels import a105_audit  # the A105 panels are chess-specific
 
         return a105_audit(factorial_design(reg))
     if name == "e023":

@@ -11,8 +11,8 @@ SCHEDULE is one of:
 
 The agent is ``--agent reference:NAME`` or ``--model openai:MODEL --base-url URL``.
 
-Schedules and agents come from the domains (:mod:`rungbench.chess.move_choice`,
-:mod:`rungbench.causal.requests`); this module only picks the domain a SCHEDULE names
+Schedules and agents come from the domains (:mod:`rungbench.chess.studies.move_choice`,
+:mod:`rungbench.causal.bench.requests`); this module only picks the domain a SCHEDULE names
 (chess and causal never import each other, so the choice between them is made here)
 and hands the schedule to :mod:`rungbench.execute.runner`.
 """
@@ -49,7 +49,7 @@ DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 
 def validator_for(task: str) -> Validator | None:
     """Return the domain validator of ``task`` cells (None for a task without one)."""
-    from rungbench.causal.requests import CAUSAL_TASK, validate_causal_answer
+    from rungbench.causal.bench.requests import CAUSAL_TASK, validate_causal_answer
     from rungbench.chess import reference_agents as chess_agents
 
     validators: dict[str, Validator] = {
@@ -61,8 +61,8 @@ def validator_for(task: str) -> Validator | None:
 
 def build_schedule(source: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
     """Build the frozen schedule a SCHEDULE argument names (see the module docstring)."""
-    from rungbench.causal.requests import causal_schedule
-    from rungbench.chess.move_choice import fen_schedule, puzzle_schedule
+    from rungbench.causal.bench.requests import causal_schedule
+    from rungbench.chess.studies.move_choice import fen_schedule, puzzle_schedule
 
     if source.is_dir():
         if not (source / "public").is_dir():
@@ -98,8 +98,8 @@ def build_agent(
 ) -> Agent:
     """Return the agent named by ``--agent reference:NAME`` or ``--model openai:MODEL``."""
     from rungbench.agents.openai_provider import OpenAIProvider
-    from rungbench.causal.requests import CAUSAL_TASK, reference_case_agent
-    from rungbench.chess.move_choice import reference_move_agent
+    from rungbench.causal.bench.requests import CAUSAL_TASK, reference_case_agent
+    from rungbench.chess.reference_agents import reference_move_agent
 
     if (agent is None) == (model is None):
         raise InputError("give exactly one of --agent reference:NAME or --model openai:MODEL")
@@ -139,7 +139,7 @@ def start_or_resume(
 ) -> dict[str, Any]:
     """Create (or reopen) a run, execute its pending cells, verify it; return the summary."""
     from rungbench.agents.protocol import close_agent
-    from rungbench.causal.requests import CAUSAL_TASK, write_agent_responses
+    from rungbench.causal.bench.requests import CAUSAL_TASK, write_agent_responses
     from rungbench.execute.progress import run_progress
     from rungbench.execute.runner import (
         create_run,
@@ -333,7 +333,7 @@ def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
     from rungbench.agents.loopback import Fault, LoopbackServer
     from rungbench.agents.openai_provider import OpenAIProvider
     from rungbench.chess import reference_agents as chess_agents
-    from rungbench.chess.move_choice import puzzle_schedule
+    from rungbench.chess.studies.move_choice import puzzle_schedule
     from rungbench.execute.policy import RetryPolicy
     from rungbench.execute.runner import create_run, describe_agent, execute_run, verify_run
 

@@ -1,0 +1,152 @@
+"""A case-level agent protocol and the reference agents of the causal benchmark.
+
+``CaseAgent``: a public case in, an ``agent_response`` out. Reference agents are
+*instruments*, not contestants: they read the private oracle record of each case
+to answer exactly, or exactly wrong in one named way, so the scorer and the
+failure taxonomy can be checked against known behaviour (seed 003 "Failure
+taxonomy"; issue 4 "Must show").
+
+========================  ==================================================
+``oracle``                the reference answer everywhere
+``rung1``                 answers every causal question with the rung-1 value
+``rung2_population``      answers counterfactuals with the population rung-2 value
+``resampled``             answers counterfactuals with fresh noise for descendants
+``never_abstain``         never says not_identifiable: answers a value on non-ID items
+``always_abstain``        abstains on every item
+========================  ==================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PublicCase
+from rungbench.errors import InputError
+
+FIXED_TIME = "2026-10-03T00:00:00Z"
+"""Timestamp of reference responses (fixed so reruns are byte-identical)."""
+
+
+class CaseAgent(Protocol):
+    """Anything that answers one public causal case with a structured response."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name (its arm)."""
+        ...
+
+    def answer(self, case: PublicCase) -> AgentResponse:
+        """Return the structured response to ``case``."""
+        ...
+
+
+def _oracle_fields(o: PrivateOracle) -> dict[str, Any]:
+    """The response fields that reproduce the oracle's reference answer."""
+    if not o.identifiable:
+        return {"status": "not_identifiable"}
+    if o.cpdag is not None:
+        return {"status": "answer", "edges": list(o.true_edges or [])}
+    if o.expected_loss is not None:
+        loss = o.expected_loss
+        return {"status": "answer", "action": min(sorted(loss), key=lambda a: loss[a])}
+    if o.eig_bits is not None:
+        eig = o.eig_bits
+        return {"status": "answer", "experiment": max(sorted(eig), key=lambda x: eig[x])}
+    if o.bounds is not None:
+        return {"status": "answer", "bounds": o.bounds}
+    return {"status": "answer", "value": o.value}
+
+
+def _point(value: float | None, o: PrivateOracle) -> dict[str, Any]:
+    """Answer ``value`` in the form the item requires (degenerate bounds on bounds items)."""
+    if value is None:
+        return _oracle_fields(o)
+    if o.bounds is not None:
+        return {"status": "answer", "bounds": (value, value)}
+    return {"status": "answer", "value": value}
+
+
+def _rung1(o: PrivateOracle) -> dict[str, Any]:
+    if o.rung == 1 or o.cpdag is not None:
+        return _oracle_fields(o)
+    return _point(o.confusions.rung1, o)
+
+
+def _rung2_population(o: PrivateOracle) -> dict[str, Any]:
+    if o.rung != 3:
+        return _oracle_fields(o)
+    return _point(o.confusions.rung2_population, o)
+
+
+def _resampled(o: PrivateOracle) -> dict[str, Any]:
+    if o.rung != 3:
+        return _oracle_fields(o)
+    return _point(o.confusions.resampled, o)
+
+
+def _never_abstain(o: PrivateOracle) -> dict[str, Any]:
+    if o.identifiable:
+        return _oracle_fields(o)
+    c = o.confusions
+    guess = next((v for v in (c.rung1, c.rung2_population, c.resampled) if v is not None), 0.5)
+    return _point(guess, o)
+
+
+def _always_abstain(o: PrivateOracle) -> dict[str, Any]:
+    return {"status": "abstain"}
+
+
+POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
+    "oracle": (_oracle_fields, 1.0),
+    "rung1": (_rung1, 0.95),
+    "rung2_population": (_rung2_population, 0.95),
+    "resampled": (_resampled, 0.95),
+    "never_abstain": (_never_abstain, 0.95),
+    "always_abstain": (_always_abstain, 0.5),
+}
+"""Reference agent name -> (answer policy, stated confidence)."""
+
+SIGNATURES: dict[str, str] = {
+    "rung1": "observation_intervention_confusion",
+    "rung2_population": "intervention_counterfactual_confusion",
+    "resampled": "incorrect_noise_reuse",
+    "never_abstain": "non_identifiability_ignored",
+}
+"""The failure label each confused reference agent must receive on its wrong items."""
+
+
+@dataclass(frozen=True)
+class ReferenceAgent:
+    """A reference instrument answering from the private oracle by a named policy."""
+
+    name: str
+    """Policy name (a key of :data:`POLICIES`)."""
+    oracles: Mapping[str, PrivateOracle]
+    """Private oracle records keyed by case id."""
+
+    def answer(self, case: PublicCase) -> AgentResponse:
+        """Return the policy's response to ``case``."""
+        oracle = self.oracles.get(case.case_id)
+        if oracle is None:
+            raise InputError(f"no oracle record for case {case.case_id!r}", field="case_id")
+        policy, confidence = POLICIES[self.name]
+        fields = policy(oracle)
+        return AgentResponse(
+            case_id=case.case_id,
+            arm=f"reference:{self.name}",
+            confidence=confidence,
+            claim_text=f"reference agent {self.name}",
+            t=FIXED_TIME,
+            **fields,
+        )
+
+
+def reference_agent(spec: str, oracles: Mapping[str, PrivateOracle]) -> ReferenceAgent:
+    """Build ``reference:NAME``; InputError names the unknown agent."""
+    kind, _, name = spec.partition(":")
+    if kind != "reference" or name not in POLICIES:
+        known = ", ".join(f"reference:{n}" for n in POLICIES)
+        raise InputError(f"unknown agent {spec!r}; known: {known}", field="agent")
+    return ReferenceAgent(name, oracles)

@@ -1,0 +1,183 @@
+"""Run report: accuracy by family and rung, identification table, calibration, paired delta.
+
+Seed 003 "Deterministic scorer" and "Rules": accuracy counts ``correct`` and
+``correct_non_id`` over every scored case (abstentions and invalid lines stay in
+the denominator) with Clopper–Pearson 95% intervals; the identification table
+puts each response in exactly one cell; calibration is the Brier score with a
+reliability table; two agents are compared paired by case with a cluster
+bootstrap over worlds ("Stages within a world, domain skins of one world, and
+repeated samples are not independent cases").
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import pathlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from rungbench.causal.bench.records import OUTCOMES
+from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
+
+RIGHT = ("correct", "correct_non_id")
+"""Outcomes that count as right."""
+
+CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+"""Confidence bin edges of the reliability table (last bin closed)."""
+
+
+def load_rows(run: pathlib.Path) -> list[dict[str, Any]]:
+    """Read ``verdicts.jsonl`` of a scored run."""
+    path = run / "verdicts.jsonl"
+    return [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+
+
+def _is_right(row: Mapping[str, Any]) -> bool:
+    return row["verdict"]["outcome"] in RIGHT
+
+
+def accuracy(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """k right of n with a Clopper–Pearson 95% interval."""
+    rows = list(rows)
+    k, n = sum(_is_right(r) for r in rows), len(rows)
+    lo, hi = clopper_pearson(k, n) if n else (0.0, 1.0)
+    return {"k": k, "n": n, "accuracy": k / n if n else None, "ci95": [lo, hi]}
+
+
+def accuracy_by(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Accuracy per value of ``key`` (e.g. ``family``, ``rung``)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[str(r.get(key))].append(r)
+    return {g: accuracy(rs) for g, rs in sorted(groups.items())}
+
+
+def identification_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Truth (identifiable / not) × response cell counts (seed 003 three-way table)."""
+    table = {t: {o: 0 for o in OUTCOMES} for t in ("identifiable", "not_identifiable")}
+    for r in rows:
+        if r.get("identifiable") is None:
+            continue
+        truth = "identifiable" if r["identifiable"] else "not_identifiable"
+        table[truth][r["verdict"]["outcome"]] += 1
+    return table
+
+
+def calibration(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean Brier over cases with a Brier term, and the reliability table by confidence bin."""
+    briers = [r["verdict"]["brier"] for r in rows if r["verdict"].get("brier") is not None]
+    bins = []
+    edges = CALIBRATION_BINS
+    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
+        last = i == len(edges) - 2
+        members = [r for r in rows if r["verdict"].get("brier") is not None
+                   and r.get("confidence") is not None
+                   and lo <= r["confidence"] and (r["confidence"] < hi or last)]
+        bins.append({
+            "bin": [lo, hi], "n": len(members),
+            "mean_confidence": float(np.mean([r["confidence"] for r in members])) if members
+            else None,
+            "accuracy": float(np.mean([_is_right(r) for r in members])) if members else None,
+        })
+    return {"n": len(briers), "brier": float(np.mean(briers)) if briers else None, "bins": bins}
+
+
+def failure_label_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many failed cases carry each taxonomy label (a case may carry several)."""
+    counts: dict[str, int] = defaultdict(int)
+    for r in rows:
+        for label in r.get("labels", []):
+            counts[label] += 1
+    return dict(sorted(counts.items()))
+
+
+def paired_delta(
+    a_rows: list[dict[str, Any]], b_rows: list[dict[str, Any]], *, seed: int = 0
+) -> dict[str, Any]:
+    """Accuracy of A minus B on their common cases, cluster-bootstrapped over worlds."""
+    b_by_case = {r["verdict"]["case_id"]: r for r in b_rows}
+    a_vals, b_vals, clusters = [], [], []
+    for r in a_rows:
+        other = b_by_case.get(r["verdict"]["case_id"])
+        if other is None or r.get("world_id") is None:
+            continue
+        a_vals.append(float(_is_right(r)))
+        b_vals.append(float(_is_right(other)))
+        clusters.append(str(r["world_id"]))
+    if not a_vals:
+        return {"n": 0}
+    d = paired_cluster_bootstrap(a_vals, b_vals, clusters, n_boot=2000, rng=seed)
+    return d.to_json() | {"excludes_zero": d.excludes_zero()}
+
+
+def build_report(
+    run: pathlib.Path, other: pathlib.Path | None = None, *, seed: int = 0
+) -> dict[str, Any]:
+    """The report of one run, with the paired comparison to ``other`` when given."""
+    rows = load_rows(run)
+    out: dict[str, Any] = {
+        "run": str(run),
+        "overall": accuracy(rows),
+        "by_family": accuracy_by(rows, "family"),
+        "by_rung": accuracy_by(rows, "rung"),
+        "by_item_type": accuracy_by(rows, "item_type"),
+        "identification": identification_table(rows),
+        "calibration": calibration(rows),
+        "failure_labels": failure_label_counts(rows),
+    }
+    if other is not None:
+        out["paired"] = {"other": str(other), "delta": paired_delta(rows, load_rows(other),
+                                                                      seed=seed)}
+    return out
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _acc_table(title: str, groups: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    lines = [f"## {title}", "", "| group | k/n | accuracy | 95% CI (Clopper–Pearson) |",
+             "| --- | --- | --- | --- |"]
+    for g, a in groups.items():
+        lo, hi = a["ci95"]
+        lines.append(f"| {g} | {a['k']}/{a['n']} | {_fmt(a['accuracy'])} | "
+                     f"[{lo:.3f}, {hi:.3f}] |")
+    return [*lines, ""]
+
+
+def to_markdown(report: Mapping[str, Any]) -> str:
+    """Render a report as Markdown."""
+    o = report["overall"]
+    lines = [f"# Causal benchmark report: {report['run']}", "",
+             f"Overall: {o['k']}/{o['n']} right ({_fmt(o['accuracy'])}, 95% CI "
+             f"[{o['ci95'][0]:.3f}, {o['ci95'][1]:.3f}]).", ""]
+    lines += _acc_table("Accuracy by family", report["by_family"])
+    lines += _acc_table("Accuracy by rung", report["by_rung"])
+    lines += _acc_table("Accuracy by item type", report["by_item_type"])
+    lines += ["## Identification table", "", "| truth | " + " | ".join(OUTCOMES) + " |",
+              "| --- |" + " --- |" * len(OUTCOMES)]
+    for truth, cells in report["identification"].items():
+        lines.append(f"| {truth} | " + " | ".join(str(cells[c]) for c in OUTCOMES) + " |")
+    cal = report["calibration"]
+    lines += ["", "## Calibration", "", f"Brier: {_fmt(cal['brier'])} over {cal['n']} cases.", "",
+              "| confidence bin | n | mean confidence | accuracy |", "| --- | --- | --- | --- |"]
+    for b in cal["bins"]:
+        lines.append(f"| [{b['bin'][0]:.1f}, {b['bin'][1]:.1f}] | {b['n']} | "
+                     f"{_fmt(b['mean_confidence'])} | {_fmt(b['accuracy'])} |")
+    lines += ["", "## Failure labels", "", "| label | failed cases |", "| --- | --- |"]
+    lines += [f"| {k} | {n} |" for k, n in report["failure_labels"].items()] or ["| — | 0 |"]
+    if "paired" in report:
+        d = report["paired"]["delta"]
+        lines += ["", "## Paired difference", ""]
+        if d.get("n"):
+            lines.append(f"Accuracy(this) − accuracy({report['paired']['other']}) = "
+                         f"{d['mean']:+.3f}, 95% cluster-bootstrap CI [{d['low']:+.3f}, "
+                         f"{d['high']:+.3f}] over {d['n_clusters']} worlds ({d['n']} paired cases)"
+                         + ("." if d["excludes_zero"] else "; inconclusive (CI includes 0)."))
+        else:
+            lines.append("No common cases.")
+    return "\n".join(lines) + "\n"

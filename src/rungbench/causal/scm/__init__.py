@@ -1,0 +1,10 @@
+"""Causal worlds and the exact oracle (seed 003, "Worlds" and "The oracle").
+
+``world`` (``World``, ``Variable``, ``Response``, ``Query``), ``mechanisms``, ``motifs``
+and ``random_dag`` make binary SCMs; ``enumeration`` and ``elimination`` are the two
+exact engines behind ``oracle`` (rungs 1–3, PN/PS/PNS, NDE/NIE) and ``joint`` (the
+observed distribution); ``identify`` (back-door, front-door), ``witness`` (alternative
+SCMs with the same observed joint) and ``structure`` (CPDAG, mixed graphs) answer the
+graph questions. May import the lower layers only: never ``causal.bench``,
+``causal.checks`` or ``causal.instrument``.
+"""

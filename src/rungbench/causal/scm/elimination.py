@@ -1,0 +1,318 @@
+"""Variable elimination over binary factors, and the twin network for rung 3.
+
+For worlds too large to enumerate (seed 003, "Cost report": enumeration is
+impractical past ~15 nodes). Rungs 1 and 2 use each variable's CPD with U_V
+marginalized; surgery for do(X=x) drops X's CPD (its incoming edges) and fixes
+X=x where its children read it. Rung 3 uses the twin (multi-world) network of
+Balke & Pearl (1994): every world (factual, and one per intervention) has its
+own copy of the variables the intervention changes, and the copies of one
+variable share its exogenous U_V — summing U_V out gives one joint factor over
+the copies, so the shared noise is never abducted per root separately (the
+pyAgrum XOR failure). Variables an intervention does not reach share the
+factual node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rungbench.causal.scm.world import Variable, World
+from rungbench.errors import InputError
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A nonnegative table over binary variables."""
+
+    variables: tuple[str, ...]
+    """Axis names; axis i holds the value of variables[i]."""
+    table: np.ndarray
+    """Array of shape (2,) * len(variables)."""
+
+
+def _bits_table(k: int) -> np.ndarray:
+    """Row index -> parent bits, shape (2**k, k); bit i is (row >> i) & 1."""
+    idx = np.arange(2**k)
+    return ((idx[:, None] >> np.arange(k)[None, :]) & 1).astype(np.int64)
+
+
+def cpd_factor(v: Variable, node: str, parent_nodes: Sequence[str]) -> Factor:
+    """P(V | parents) with U_V summed out, as a factor over (node, *parent_nodes)."""
+    k = len(v.parents)
+    arr = v.cpd()  # axis 0: V, axis 1: row index
+    return Factor((node, *parent_nodes), _rows_to_axes(arr, k, lead=1))
+
+
+def _rows_to_axes(arr: np.ndarray, k: int, *, lead: int) -> np.ndarray:
+    """Reshape a trailing row-index axis (first parent = LSB) into k binary axes."""
+    shaped = arr.reshape(arr.shape[:lead] + (2,) * k)
+    # C-order reshape puts the most significant bit first; reverse the parent axes.
+    order = list(range(lead)) + [lead + k - 1 - i for i in range(k)]
+    return np.ascontiguousarray(shaped.transpose(order)) if k else shaped
+
+
+def shared_noise_factor(v: Variable, copies: Sequence[tuple[str, Sequence[str | int]]]) -> Factor:
+    """Joint factor over the copies of V that share U_V (twin network).
+
+    ``copies`` lists (node, parents) per copy; a parent is a node name or a
+    constant 0/1 (an intervened value). The factor is
+    sum_r p_r prod_c 1[node_c = table_r(parents_c)].
+    """
+    copy_nodes = [c[0] for c in copies]
+    parent_nodes = [n for n in dict.fromkeys(
+        p for _, ps in copies for p in ps if isinstance(p, str)) if n not in copy_nodes]
+    axes = copy_nodes + parent_nodes
+    m = len(parent_nodes)
+    assign = _bits_table(m)  # (2**m, m): values of parent_nodes
+    probs = np.array([r.p for r in v.responses])
+    tables = np.array([r.table for r in v.responses], dtype=np.int64)  # (R, 2**k)
+    shape = (2,) * len(copy_nodes) + (2**m,)
+    out = np.zeros(shape)
+    outputs = []
+    for _, parents in copies:
+        row = np.zeros(2**m, dtype=np.int64)
+        for i, p in enumerate(parents):
+            bit = (assign[:, parent_nodes.index(p)] if isinstance(p, str)
+                   else np.full(2**m, int(p), dtype=np.int64))
+            row |= bit << i
+        outputs.append(tables[:, row])  # (R, 2**m)
+    cols = np.arange(2**m)
+    for r, pr in enumerate(probs):
+        index = (*tuple(o[r] for o in outputs), cols)
+        np.add.at(out, index, pr)
+    return Factor(tuple(axes), _rows_to_axes(out, m, lead=len(copy_nodes)))
+
+
+def reduce(factor: Factor, evidence: Mapping[str, int]) -> Factor:
+    """Fix the evidence variables of ``factor`` to their values."""
+    if not any(v in evidence for v in factor.variables):
+        return factor
+    index = tuple(evidence[v] if v in evidence else slice(None) for v in factor.variables)
+    kept = tuple(v for v in factor.variables if v not in evidence)
+    return Factor(kept, factor.table[index])
+
+
+def _elimination_order(factors: Sequence[Factor], keep: Iterable[str]) -> list[str]:
+    """Greedy min-degree order over the interaction graph (ties by name)."""
+    keep_set = set(keep)
+    neighbours: dict[str, set[str]] = {}
+    for f in factors:
+        for a in f.variables:
+            neighbours.setdefault(a, set()).update(b for b in f.variables if b != a)
+    order: list[str] = []
+    todo = {v for v in neighbours if v not in keep_set}
+    while todo:
+        best = min(todo, key=lambda v: (len(neighbours[v]), v))
+        nb = neighbours.pop(best)
+        for a in nb:
+            neighbours[a].discard(best)
+            neighbours[a].update(b for b in nb if b != a)
+        todo.discard(best)
+        order.append(best)
+    return order
+
+
+def eliminate(factors: Sequence[Factor], keep: Sequence[str]) -> Factor:
+    """Sum out every variable not in ``keep``; return the product over ``keep`` (in order)."""
+    pool = list(factors)
+    for var in _elimination_order(pool, keep):
+        touching = [f for f in pool if var in f.variables]
+        pool = [f for f in pool if var not in f.variables]
+        pool.append(_product(touching, drop=var))
+    return _product(pool, drop=None, order=tuple(keep))
+
+
+def _product(factors: Sequence[Factor], *, drop: str | None,
+             order: tuple[str, ...] | None = None) -> Factor:
+    names: dict[str, int] = {}
+    operands: list[Any] = []
+    for f in factors:
+        operands.append(f.table)
+        operands.append([names.setdefault(a, len(names)) for a in f.variables])
+    if order is None:
+        order = tuple(a for a in names if a != drop)
+    for a in order:
+        names.setdefault(a, len(names))
+    if not factors:
+        return Factor(order, np.ones((2,) * len(order)))
+    table = np.einsum(*operands, [names[a] for a in order], optimize=False)
+    return Factor(order, np.asarray(table))
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """One world of a multi-world network: an intervention and the event read in it."""
+
+    do: Mapping[str, int]
+    """Intervention defining this world ({} is the factual world)."""
+    event: Mapping[str, int]
+    """Event required to hold in this world."""
+    fresh_noise: bool = False
+    """True: the variables this intervention reaches draw NEW noise (not shared with the
+    factual world) — the resampled-noise reading of seed 003's failure taxonomy."""
+
+
+class _Network:
+    """Per-world caches: descendant sets and factors keyed by their copies."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.factors: dict[tuple[object, ...], Factor] = {}
+        self.reached: dict[frozenset[str], frozenset[str]] = {}
+
+    def descendants(self, do: Mapping[str, int]) -> frozenset[str]:
+        key = frozenset(do)
+        if key not in self.reached:
+            self.reached[key] = self.world.descendants(key)
+        return self.reached[key]
+
+    def factor(self, var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]) -> Factor:
+        key = (var.name, *((n, tuple(ps)) for n, ps in group))
+        hit = self.factors.get(key)
+        if hit is None:
+            if len(group) == 1 and all(isinstance(p, str) for p in group[0][1]):
+                hit = cpd_factor(var, group[0][0], [str(p) for p in group[0][1]])
+            else:
+                hit = shared_noise_factor(var, group)
+            if len(self.factors) < 50_000:
+                self.factors[key] = hit
+        return hit
+
+
+_NETWORKS: dict[int, _Network] = {}
+
+
+def _network(world: World) -> _Network:
+    net = _NETWORKS.get(id(world))
+    if net is None or net.world is not world:
+        if len(_NETWORKS) >= 256:
+            _NETWORKS.pop(next(iter(_NETWORKS)))
+        net = _Network(world)
+        _NETWORKS[id(world)] = net
+    return net
+
+
+def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
+                           given: Sequence[WorldSpec]) -> float:
+    """P(all ``worlds`` events | all ``given`` events), on shared exogenous noise.
+
+    Builds the multi-world network: variable V gets one node per distinct
+    (world, parents) copy; a copy is shared with the factual node when no
+    intervention of that world reaches V. Only ancestors of the events are
+    built (barren nodes sum to one). Exact by variable elimination.
+    """
+    net = _network(world)
+    specs = list(worlds) + list(given)
+    relevant = world.ancestors({n for spec in specs for n in spec.event})
+    node_of: list[dict[str, str | int]] = []
+    copies: dict[str, dict[str, list[str | int]]] = {}
+    fresh: set[str] = set()
+    for w, spec in enumerate(specs):
+        reached = net.descendants(spec.do) if spec.do else frozenset()
+        nodes: dict[str, str | int] = {}
+        for v in world.variables:
+            if v.name not in relevant:
+                continue
+            if v.name in spec.do:
+                nodes[v.name] = int(spec.do[v.name])
+                continue
+            parents = [nodes[p] for p in v.parents]
+            if v.name not in reached:
+                node: str = v.name
+            elif spec.fresh_noise:
+                node = f"{v.name}@{w}~"
+                fresh.add(node)
+            else:
+                node = _copy_name(copies, v.name, parents, w, fresh)
+            nodes[v.name] = node
+            by = copies.setdefault(v.name, {})
+            if node not in by:
+                by[node] = parents
+        node_of.append(nodes)
+    target: dict[str, int] = {}
+    evidence: dict[str, int] = {}
+    conflict = False  # the target contradicts itself or the evidence: P = 0 if P(evidence) > 0
+    for w, spec in enumerate(specs):
+        is_target = w < len(worlds)
+        bucket = target if is_target else evidence
+        for name, value in spec.event.items():
+            at = node_of[w][name]
+            if isinstance(at, int) or bucket.get(at, value) != value:
+                if (at if isinstance(at, int) else bucket[at]) == value:
+                    continue
+                if not is_target:
+                    return _zero_evidence()
+                conflict = True
+                continue
+            bucket[at] = value
+    for at, value in list(target.items()):
+        if at in evidence:
+            conflict = conflict or evidence[at] != value
+            del target[at]
+    if conflict:
+        target = {}
+    query = sorted(target)
+    needed = _ancestral_nodes(copies, set(query) | set(evidence))
+    factors = []
+    for name, by_node in copies.items():
+        var = world.var(name)
+        live = [(n, ps) for n, ps in by_node.items() if n in needed and n not in fresh]
+        groups = [[c] for c in by_node.items() if c[0] in needed and c[0] in fresh]
+        for group in ([live] if live else []) + groups:
+            factors.append(reduce(net.factor(var, group), evidence))
+    joint = eliminate(factors, query)
+    total = float(joint.table.sum())
+    if total <= 0.0:
+        return _zero_evidence()
+    if conflict:
+        return 0.0
+    if not query:
+        return 1.0
+    return float(joint.table[tuple(target[q] for q in query)]) / total
+
+
+def _copy_name(copies: Mapping[str, Mapping[str, Sequence[str | int]]], name: str,
+               parents: Sequence[str | int], w: int, fresh: set[str]) -> str:
+    for node, ps in copies.get(name, {}).items():
+        if node not in fresh and list(ps) == list(parents):
+            return node
+    return f"{name}@{w}"
+
+
+def _ancestral_nodes(copies: Mapping[str, Mapping[str, Sequence[str | int]]],
+                     start: set[str]) -> set[str]:
+    parents_of = {n: ps for by in copies.values() for n, ps in by.items()}
+    seen: set[str] = set()
+    stack = list(start)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(p for p in parents_of.get(n, ()) if isinstance(p, str))
+    return seen
+
+
+def _zero_evidence() -> float:
+    raise InputError("the conditioning event has probability zero", field="evidence")
+
+
+def rung1(world: World, target: Mapping[str, int], evidence: Mapping[str, int]) -> float:
+    """P(target | evidence) by variable elimination."""
+    return multiworld_probability(world, [WorldSpec({}, target)], [WorldSpec({}, evidence)])
+
+
+def rung2(world: World, target: Mapping[str, int], do: Mapping[str, int],
+          evidence: Mapping[str, int]) -> float:
+    """P(target | do, evidence) by variable elimination on the mutilated graph."""
+    return multiworld_probability(world, [WorldSpec(do, target)], [WorldSpec(do, evidence)])
+
+
+def rung3(world: World, target: Mapping[str, int], do: Mapping[str, int],
+          evidence: Mapping[str, int]) -> float:
+    """P(target_do | evidence) by variable elimination on the twin network."""
+    return multiworld_probability(world, [WorldSpec(do, target)], [WorldSpec({}, evidence)])

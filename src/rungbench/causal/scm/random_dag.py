@@ -1,0 +1,72 @@
+"""Random binary worlds of a given size, edge density and latent fraction.
+
+Seed 003, "Task families": multi-hop chains and random DAGs with random
+response mixtures. Observed variables are named ``V00``… in a random
+permutation of the causal order, so names do not reveal direction (seed 003,
+"Public listing order is shuffled"). Each latent ``L00``… is an unobserved root
+confounding two observed variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rungbench.causal.scm import mechanisms as mech
+from rungbench.causal.scm.world import Variable, World
+from rungbench.errors import InputError
+
+
+@dataclass(frozen=True)
+class DagSpec:
+    """Parameters of a random world."""
+
+    n_nodes: int
+    """Number of observed variables."""
+    edge_density: float
+    """Probability of each forward edge between observed variables (before the parent cap)."""
+    latent_fraction: float = 0.0
+    """Latent confounders per observed variable (rounded), each with two observed children."""
+    max_parents: int = 3
+    """Cap on observed parents per variable (latents come on top, at most 2 in total)."""
+    n_tables: int = 3
+    """Response functions per endogenous variable."""
+
+
+def random_world(spec: DagSpec, rng: np.random.Generator, world_id: str) -> World:
+    """Draw a random world; mechanisms are random response mixtures."""
+    if spec.n_nodes < 2:
+        raise InputError(f"n_nodes must be >= 2, got {spec.n_nodes}", field="n_nodes")
+    if not 0.0 <= spec.edge_density <= 1.0:
+        raise InputError(f"edge_density must be in [0, 1], got {spec.edge_density}",
+                         field="edge_density")
+    if spec.latent_fraction < 0.0:
+        raise InputError(f"latent_fraction must be >= 0, got {spec.latent_fraction}",
+                         field="latent_fraction")
+    n = spec.n_nodes
+    labels = [f"V{i:02d}" for i in rng.permutation(n)]  # labels[j] is the j-th in causal order
+    parents: list[list[str]] = [[] for _ in range(n)]
+    for j in range(1, n):
+        cands = [labels[i] for i in range(j) if rng.random() < spec.edge_density]
+        if len(cands) > spec.max_parents:
+            cands = [str(c) for c in rng.choice(cands, size=spec.max_parents, replace=False)]
+        parents[j] = sorted(cands)
+    latents: list[Variable] = []
+    n_latent = round(spec.latent_fraction * n)
+    for k in range(n_latent):
+        name = f"L{k:02d}"
+        eligible = [j for j in range(n) if sum(p.startswith("L") for p in parents[j]) < 2]
+        if len(eligible) < 2:
+            break
+        a, b = (int(j) for j in rng.choice(eligible, size=2, replace=False))
+        parents[a].append(name)
+        parents[b].append(name)
+        latents.append(Variable(name, (), mech.root(float(rng.uniform(0.3, 0.7))), False))
+    variables = list(latents)
+    for j in range(n):
+        ps = tuple(parents[j])
+        responses = (mech.root(float(rng.uniform(0.2, 0.8))) if not ps
+                     else mech.random_mixture(len(ps), rng, n_tables=spec.n_tables))
+        variables.append(Variable(labels[j], ps, responses, True))
+    return World(world_id, tuple(variables))

@@ -1,0 +1,448 @@
+"""A104 transition census over a verified transcript corpus.
+
+Seed 000, "First, preserve the chronology exactly".
+
+Order of work, as A104 registered it: verify every frozen source file, response
+byte range, parser-visible response and reconstructed chess state *before*
+counting anything; then group eligible attempts into chains at the exact same
+(game, ply, position), form only consecutive same-position transitions, and
+tabulate the prior response (board query / legal-list query / non-tool
+unresolved) against whether the next response contained a legal command the
+historical parser accepted. Any verification failure refuses the whole census.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import itertools
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import chess
+from rungbench.chess.transcripts.corpus import (
+    Attempt,
+    Corpus,
+    is_native_corpus,
+    load_corpus,
+    split_tool_calls,
+)
+from rungbench.chess.transcripts.dispatch import (
+    TOO_MANY_WRONG_ACTIONS,
+    DispatcherVersion,
+    VerdictKind,
+    dispatch,
+    is_board_display,
+    is_legal_list,
+    render_board,
+    render_legal_moves,
+)
+from rungbench.chess.transcripts.llmchess import (
+    RunReport,
+    is_llmchess_folder,
+    read_run,
+    refuse_disagreements,
+)
+from rungbench.errors import InputError, Reason, Refusal
+from rungbench.evidence.canonical import digest
+from rungbench.stats import clopper_pearson
+
+CENSUS_SCHEMA = "rungbench.chess.census/1"
+
+CLAIM_BOUNDARY = (
+    "This census describes what followed the agent's own tool calls; it does not "
+    "measure what the tools did. The agent chose when to ask for the board or the "
+    "legal-move list, so each rate is conditioned on that choice and on whatever "
+    "led to it (the position, an earlier failed reply, the variant, the attempt "
+    "depth). The rates are chronology, not effects: the non-tool row is not a "
+    "control group, differences between rows are not causal contrasts, and an "
+    "accepted command says nothing about move quality. Learning what revealing the "
+    "board or the list changes needs randomized, byte-matched assignment (A105)."
+)
+"""The claim boundary, stated with every census (seed 000, "Why 99.68% is not an effect size")."""
+
+PRIOR_CLASSES = ("board_query", "legal_list_query", "non_tool_unresolved", "reflection")
+"""Rows of the transition table; reflection is kept apart rather than merged into another row."""
+
+_PRIOR = {
+    VerdictKind.BOARD_QUERY.value: "board_query",
+    VerdictKind.LEGAL_QUERY.value: "legal_list_query",
+    VerdictKind.INVALID_ACTION.value: "non_tool_unresolved",
+    VerdictKind.MOVE_REJECTED.value: "non_tool_unresolved",
+    VerdictKind.REFLECTION.value: "reflection",
+    VerdictKind.REFLECTION_FOLLOWUP.value: "reflection",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the transition table."""
+
+    prior: str
+    """Class of the prior response."""
+    transitions: int
+    """Consecutive same-position transitions from that class."""
+    accepted: int
+    """Of those, how many next responses contained an accepted legal command."""
+
+    def to_json(self, alpha: float) -> dict[str, Any]:
+        """Return the row with its rate and Clopper–Pearson interval (None when n = 0)."""
+        if self.transitions == 0:
+            return {"prior": self.prior, "transitions": 0, "accepted": 0, "rate": None,
+                    "ci": None}
+        low, high = clopper_pearson(self.accepted, self.transitions, alpha)
+        return {"prior": self.prior, "transitions": self.transitions, "accepted": self.accepted,
+                "rate": self.accepted / self.transitions, "ci": [low, high]}
+
+
+def is_eligible(attempt: Attempt) -> bool:
+    """An attempt counts when the agent under study made it and the dispatcher answered it."""
+    return attempt.role == "agent" and attempt.verdict is not None
+
+
+def _location(corpus: Corpus, index: int, attempt: Attempt) -> str:
+    if corpus.origin.get("format") == "llm_chess":
+        return f"{corpus.records_path}:{attempt.line}"
+    return f"{corpus.records_path}:{index + 1} ({attempt.source}:{attempt.line})"
+
+
+def _reason(code: str, where: str, detail: str, **data: Any) -> Reason:
+    return Reason(code, f"{where}: {detail}", subject=where, data={"location": where, **data})
+
+
+def verify(corpus: Corpus) -> list[Reason]:
+    """Check every byte range, response, verdict, position and prompt; return the defects."""
+    reasons: list[Reason] = []
+    boards = _game_boards(corpus, reasons)
+    fens: dict[tuple[str, int], str] = {}
+    for index, attempt in enumerate(corpus.attempts):
+        where = _location(corpus, index, attempt)
+        reasons.extend(_check_bytes(corpus, attempt, where))
+        board = boards.get(attempt.game, {}).get(attempt.ply)
+        if board is None:
+            reasons.append(_reason("state_mismatch", where, f"game {attempt.game!r} has no "
+                                   f"position at ply {attempt.ply}"))
+            continue
+        key = (attempt.game, attempt.ply)
+        fen = fens[key] if key in fens else fens.setdefault(key, board.fen())
+        if fen != attempt.fen_before:
+            reasons.append(_reason("state_mismatch", where, f"recorded position "
+                                   f"{attempt.fen_before!r} but the game's moves give {fen!r}"))
+            continue
+        reasons.extend(_check_verdict(corpus, attempt, board, where))
+    reasons.extend(_check_chronology(corpus))
+    reasons.extend(_check_completeness(corpus))
+    return reasons
+
+
+def _game_boards(corpus: Corpus, reasons: list[Reason]) -> dict[str, dict[int, chess.Board]]:
+    """Every position of every game, rebuilt from the game's moves."""
+    out: dict[str, dict[int, chess.Board]] = {}
+    for game in corpus.games:
+        board = chess.Board(game.start_fen)
+        positions = {0: board.copy(stack=False)}
+        for ply, uci in enumerate(game.moves):
+            move = chess.Move.from_uci(uci)
+            if move not in board.legal_moves:
+                reasons.append(Reason("illegal_game_move", f"game {game.game}: move {uci} at "
+                                      f"ply {ply} is illegal", subject=game.game))
+                break
+            board.push(move)
+            positions[ply + 1] = board.copy(stack=False)
+        out[game.game] = positions
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _newlines(data: bytes) -> list[int]:
+    return [m.start() for m in re.finditer(b"\n", data)]
+
+
+def _check_bytes(corpus: Corpus, attempt: Attempt, where: str) -> list[Reason]:
+    data = corpus.sources.get(attempt.source)
+    if data is None:
+        return [_reason("absent", where, f"source {attempt.source!r} is not in the corpus")]
+    out = []
+    line = bisect.bisect_left(_newlines(data), attempt.response_range[0]) + 1
+    if line != attempt.line:
+        out.append(_reason("line_mismatch", where, f"response starts on line {line} of "
+                           f"{attempt.source}, record says {attempt.line}"))
+    names = tuple(c.name for c in split_tool_calls(attempt.response)[1])
+    if names != attempt.tool_calls:
+        out.append(_reason("tool_calls_mismatch", where, f"displayed tool calls {names} differ "
+                           f"from recorded {attempt.tool_calls}"))
+    for label, (start, end), text in (("response", attempt.response_range, attempt.response),
+                                      ("prompt", attempt.prompt_range, attempt.prompt)):
+        if not 0 <= start <= end <= len(data):
+            out.append(_reason("range_outside_file", where, f"{label} byte range [{start}, "
+                               f"{end}) lies outside {attempt.source} ({len(data)} bytes)"))
+        elif data[start:end] != text.encode("utf-8"):
+            out.append(_reason(f"{label}_bytes_mismatch", where, f"{label} text differs from "
+                               f"bytes [{start}, {end}) of {attempt.source}"))
+    return out
+
+
+def _check_verdict(corpus: Corpus, attempt: Attempt, board: chess.Board,
+                   where: str) -> list[Reason]:
+    if attempt.verdict is None:
+        return []
+    dv = corpus.dispatchers.get(attempt.dispatcher)
+    if dv is None:
+        return [_reason("absent", where, f"dispatcher {attempt.dispatcher!r} is not described")]
+    if attempt.verdict == VerdictKind.MOVE_ACCEPTED.value and not _is_legal(board, attempt.move):
+        return [_reason("illegal_accepted_move", where, f"move {attempt.move!r} is recorded as "
+                        f"accepted but is illegal in {attempt.fen_before}")]
+    verdict = dispatch(dv, attempt.content, board=board, previous_prompt=attempt.prompt)
+    if (verdict.kind.value, verdict.move) != (attempt.verdict, attempt.move):
+        return [_reason("verdict_mismatch", where, f"recorded {attempt.verdict}/{attempt.move} "
+                        f"but {dv.name} gives {verdict.kind.value}/{verdict.move}")]
+    out = []
+    if attempt.reply is not None and attempt.reply not in (verdict.reply, TOO_MANY_WRONG_ACTIONS):
+        out.append(_reason("reply_mismatch", where, f"recorded dispatcher reply is not the "
+                           f"{verdict.kind.value} reply regenerated by python-chess"))
+    return out
+
+
+def _is_legal(board: chess.Board, uci: str | None) -> bool:
+    try:
+        return uci is not None and chess.Move.from_uci(uci) in board.legal_moves
+    except ValueError:
+        return False
+
+
+def _dialogues(attempts: Iterable[Attempt]) -> list[list[Attempt]]:
+    """Attempts of one player's move dialogue (same game, ply, player), in order."""
+    groups: dict[tuple[str, int, str], list[Attempt]] = defaultdict(list)
+    for attempt in attempts:
+        groups[(attempt.game, attempt.ply, attempt.player)].append(attempt)
+    return list(groups.values())
+
+
+def _check_chronology(corpus: Corpus) -> list[Reason]:
+    """Each dialogue's next prompt is the previous reply, in the shape its query implies."""
+    index = {id(a): i for i, a in enumerate(corpus.attempts)}
+    out = []
+    for dialogue in _dialogues(corpus.attempts):
+        for prev, nxt in itertools.pairwise(dialogue):
+            where = _location(corpus, index[id(nxt)], nxt)
+            if nxt.attempt != prev.attempt + 1 or prev.reply is None:
+                out.append(_reason("chronology_mismatch", where, f"attempt {nxt.attempt} "
+                                   f"follows attempt {prev.attempt} without a dispatcher reply"))
+            elif nxt.prompt != prev.reply:
+                out.append(_reason("chronology_mismatch", where, "prompt is not the dispatcher's "
+                                   "reply to the previous attempt"))
+            elif not _shape_ok(corpus, prev, nxt.prompt):
+                out.append(_reason("chronology_mismatch", where, f"prompt after a "
+                                   f"{prev.verdict} does not have the expected shape"))
+    return out
+
+
+def _shape_ok(corpus: Corpus, prev: Attempt, prompt: str) -> bool:
+    """The prompt after a query has the display's shape and is the display of that position."""
+    dv = corpus.dispatchers.get(prev.dispatcher)
+    if prev.verdict == VerdictKind.BOARD_QUERY.value:
+        mode = dv.board_mode if dv else "UNICODE_ONLY"
+        shaped = is_board_display(prompt) if mode == "UNICODE_ONLY" else True
+        return shaped and prompt == _display(prev.fen_before, "board", mode)
+    if prev.verdict == VerdictKind.LEGAL_QUERY.value:
+        return is_legal_list(prompt) and prompt == _display(prev.fen_before, "legal", "")
+    return True
+
+
+@functools.lru_cache(maxsize=8192)
+def _display(fen: str, kind: str, mode: str) -> str:
+    board = chess.Board(fen)
+    return render_board(board, mode) if kind == "board" else render_legal_moves(board)
+
+
+def _check_completeness(corpus: Corpus) -> list[Reason]:
+    counts = Counter(a.game for a in corpus.attempts if a.role == "agent")
+    out = []
+    for game in corpus.games:
+        if counts[game.game] != game.attempts:
+            out.append(Reason("truncated", f"{corpus.records_path}: game {game.game} declares "
+                              f"{game.attempts} agent attempts but {counts[game.game]} are "
+                              "present", subject=corpus.records_path,
+                              data={"game": game.game, "line": len(corpus.attempts) + 1}))
+    return out
+
+
+def chains(attempts: Sequence[Attempt]) -> list[list[Attempt]]:
+    """Eligible attempts grouped at the exact same (game, ply, position), in order."""
+    groups: dict[tuple[str, int, str], list[Attempt]] = defaultdict(list)
+    for attempt in attempts:
+        if is_eligible(attempt):
+            groups[(attempt.game, attempt.ply, attempt.fen_before)].append(attempt)
+    return list(groups.values())
+
+
+def transitions(chain_list: Sequence[Sequence[Attempt]]) -> list[tuple[Attempt, Attempt]]:
+    """Consecutive same-position transitions: (prior, next) pairs inside each chain."""
+    return [(a, b) for chain in chain_list for a, b in itertools.pairwise(chain)]
+
+
+def transition_table(pairs: Sequence[tuple[Attempt, Attempt]]) -> list[Row]:
+    """Counts of 'next response contains an accepted legal command' by class of prior response."""
+    n: Counter[str] = Counter()
+    k: Counter[str] = Counter()
+    for prior, nxt in pairs:
+        cls = _PRIOR.get(prior.verdict or "")
+        if cls is None:
+            continue
+        n[cls] += 1
+        k[cls] += nxt.verdict == VerdictKind.MOVE_ACCEPTED.value
+    return [Row(c, n[c], k[c]) for c in PRIOR_CLASSES]
+
+
+def escalations(pairs: Sequence[tuple[Attempt, Attempt]]) -> dict[str, int]:
+    """Board query followed at the same position by a legal-list query, by variant."""
+    out: Counter[str] = Counter()
+    for prior, nxt in pairs:
+        if (prior.verdict, nxt.verdict) == (VerdictKind.BOARD_QUERY.value,
+                                            VerdictKind.LEGAL_QUERY.value):
+            out[prior.variant] += 1
+    return dict(sorted(out.items()))
+
+
+def chronology(corpus: Corpus) -> dict[str, int]:
+    """How many board/list queries were followed by the expected display (after verification).
+
+    A query that ends its dialogue (the capture stops, or the turn limit is hit) has no
+    following prompt; it is counted as ``*_without_next_prompt`` rather than reconciled.
+    """
+    counts = dict.fromkeys(("board_queries", "board_displays", "board_without_next_prompt",
+                            "list_queries", "uci_lists", "list_without_next_prompt"), 0)
+    for dialogue in _dialogues(a for a in corpus.attempts if a.role == "agent"):
+        for prev, nxt in zip(dialogue, [*dialogue[1:], None], strict=True):
+            kind = {VerdictKind.BOARD_QUERY.value: ("board_queries", "board_displays",
+                                                    "board_without_next_prompt"),
+                    VerdictKind.LEGAL_QUERY.value: ("list_queries", "uci_lists",
+                                                    "list_without_next_prompt")}.get(
+                prev.verdict or "")
+            if kind is None:
+                continue
+            counts[kind[0]] += 1
+            if nxt is None:
+                counts[kind[2]] += 1
+            elif _shape_ok(corpus, prev, nxt.prompt):
+                counts[kind[1]] += 1
+    return counts
+
+
+def _reconciled(c: dict[str, int]) -> bool:
+    return (c["board_displays"] + c["board_without_next_prompt"] == c["board_queries"]
+            and c["uci_lists"] + c["list_without_next_prompt"] == c["list_queries"])
+
+
+def census(
+    corpus: Corpus, *, alpha: float = 0.05, replay: Sequence[RunReport] = (),
+) -> dict[str, Any]:
+    """Verify ``corpus`` and return the canonical census document with its digest.
+
+    The digest covers content only (file digests, folder names, counts), never where
+    the corpus sits on disk, so the same corpus gives the same digest anywhere.
+
+    Raises :class:`Refusal` listing every defect when verification fails; nothing is
+    counted from a corpus that fails.
+    """
+    reasons = verify(corpus)
+    if reasons:
+        raise Refusal(reasons, gate="A104 census")
+    eligible = [a for a in corpus.attempts if is_eligible(a)]
+    chain_list = chains(corpus.attempts)
+    pairs = transitions(chain_list)
+    table = transition_table(pairs)
+    chrono = chronology(corpus)
+    excluded = Counter("opponent" if a.role != "agent" else "not_dispatched"
+                       for a in corpus.attempts if not is_eligible(a))
+    doc: dict[str, Any] = {
+        "schema": CENSUS_SCHEMA,
+        "corpus": corpus.origin,
+        "dispatchers": {n: d.to_json() for n, d in sorted(corpus.dispatchers.items())},
+        "counts": {
+            "eligible_attempts": len(eligible),
+            "excluded_attempts": dict(sorted(excluded.items())),
+            "same_position_transitions": len(pairs),
+            "position_chains": len(chain_list),
+            "source_games": len({a.game for a in eligible}),
+            "run_groups": len({a.run_group for a in eligible}),
+            "verdicts": dict(sorted(Counter(str(a.verdict) for a in eligible).items())),
+        },
+        "alpha": alpha,
+        "transition_table": [row.to_json(alpha) for row in table],
+        "board_to_list_escalations": escalations(pairs),
+        "chronology": {**chrono, "reconciled": _reconciled(chrono)},
+        "replay": [_replay_summary(r) for r in replay],
+        "claim_boundary": CLAIM_BOUNDARY,
+    }
+    doc["digest"] = digest(doc)
+    return doc
+
+
+def _replay_summary(report: RunReport) -> dict[str, Any]:
+    return {
+        "folder": Path(report.folder).name, "dispatcher": report.dispatcher.name,
+        "games": len(report.games),
+        "complete_games": sum(g.complete for g in report.games),
+        "games_with_json": sum(g.json_file is not None for g in report.games),
+        "checks": sum(len(g.checks) for g in report.games) + len(report.run_checks),
+        "disagreements": len(report.disagreements),
+        "per_game": [{"game": g.game, "checked_against": list(g.checked_against),
+                      "unavailable": list(g.unavailable), "checks": len(g.checks),
+                      "disagreements": len(g.disagreements)} for g in report.games],
+    }
+
+
+def merge(corpora: Sequence[Corpus]) -> Corpus:
+    """Combine corpora whose source names and dispatcher names do not collide."""
+    sources: dict[str, bytes] = {}
+    dispatchers: dict[str, DispatcherVersion] = {}
+    for corpus in corpora:
+        for name, data in corpus.sources.items():
+            if name in sources and sources[name] != data:
+                raise InputError(f"two corpora hold different bytes under {name!r}", path=name)
+            sources[name] = data
+        for name, dv in corpus.dispatchers.items():
+            if name in dispatchers and dispatchers[name] != dv:
+                raise InputError(f"two corpora configure dispatcher {name!r} differently",
+                                 field="dispatchers")
+            dispatchers[name] = dv
+    if len(corpora) == 1:
+        return corpora[0]
+    return Corpus(
+        attempts=tuple(a for c in corpora for a in c.attempts),
+        games=tuple(g for c in corpora for g in c.games), sources=sources,
+        dispatchers=dispatchers, records_path=", ".join(c.records_path for c in corpora),
+        origin={"format": "merged", "parts": [c.origin for c in corpora]},
+    )
+
+
+def load_any(path: Path) -> tuple[Corpus, list[RunReport]]:
+    """Load a native corpus, an LLM Chess run folder, or a folder of run folders.
+
+    LLM Chess runs are replayed first; any disagreement with what the run recorded
+    (counters, PGN, regenerated replies) refuses before a census is attempted.
+    """
+    if not path.is_dir():
+        raise InputError("not a folder (expected a corpus or an LLM Chess log folder)",
+                         path=str(path))
+    if is_native_corpus(path):
+        return load_corpus(path), []
+    runs = [path] if is_llmchess_folder(path) else sorted(
+        p for p in path.iterdir() if p.is_dir() and is_llmchess_folder(p))
+    if not runs:
+        raise InputError("no manifest.json and no LLM Chess output.txt found", path=str(path))
+    reports = [read_run(run) for run in runs]
+    for report in reports:
+        refuse_disagreements(report)
+    return merge([r.corpus for r in reports]), reports
+
+
+def census_path(path: Path, *, alpha: float = 0.05) -> dict[str, Any]:
+    """Load ``path`` (any accepted form), verify it and return its census document."""
+    corpus, reports = load_any(path)
+    return census(corpus, alpha=alpha, replay=reports)

@@ -1,0 +1,119 @@
+"""Tokenizer for AutoGen console captures (the ``output.txt`` of an LLM Chess run).
+
+A message prints as::
+
+    <Sender> (to <Recipient>):\\n\\n<content>\\n[<tool-call displays>\\n]\\n<80 dashes>\\n
+
+and between messages the program prints its own lines (``MADE MOVE n``, token
+counts, ``BREAKING >>> ...``, the ``GAME OVER`` summary). ``tokenize`` splits a
+capture into :class:`Block` (messages, with byte ranges) and :class:`Marker`
+(program lines); the game replay lives in :mod:`rungbench.chess.transcripts.llmchess`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rungbench.chess.transcripts.corpus import DASHES
+from rungbench.errors import Reason, Refusal
+
+_HEADER = re.compile(r"^(?P<sender>[A-Za-z0-9_]+) \(to (?P<recipient>[A-Za-z0-9_]+)\):$")
+_TERMINATOR = ("\n\n" + DASHES + "\n").encode()
+
+
+@dataclass(frozen=True)
+class Block:
+    """One printed message."""
+
+    sender: str
+    """Who sent it."""
+    recipient: str
+    """Who received it."""
+    body: str
+    """Content plus any tool-call displays."""
+    line: int
+    """1-based line of the header."""
+    body_line: int
+    """1-based line where the body starts."""
+    span: tuple[int, int]
+    """Byte range [start, end) of the body."""
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One program line printed between messages."""
+
+    kind: str
+    """``made_move``, ``tokens``, ``breaking``, ``game_over``, or ``other``."""
+    line: int
+    """1-based line."""
+    text: str
+    """The line (for ``game_over``: the whole summary up to the next message)."""
+
+
+Event = Block | Marker
+
+
+def tokenize(data: bytes, *, path: str) -> list[Event]:
+    """Split a console capture into messages and program lines, with byte offsets.
+
+    A message whose closing dashed line is missing means the capture was cut inside
+    a message: that is refused (reason ``truncated``) naming the file and line.
+    """
+    events: list[Event] = []
+    pos, line = 0, 1
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        end = len(data) if nl < 0 else nl + 1
+        text = data[pos:end].decode("utf-8").rstrip("\n")
+        header = _HEADER.match(text)
+        if header and data[end:end + 1] == b"\n":
+            body_start = end + 1
+            stop = data.find(_TERMINATOR, body_start)
+            if stop < 0:
+                raise Refusal([Reason(
+                    "truncated", f"{path}:{line}: message from {header['sender']} has no "
+                    "closing dashed line (transcript cut inside a message)",
+                    subject=f"{path}:{line}", data={"path": path, "line": line})],
+                    gate="llm chess transcript")
+            body = data[body_start:stop].decode("utf-8")
+            events.append(Block(header["sender"], header["recipient"], body, line, line + 2,
+                                (body_start, stop)))
+            line += 2 + data.count(b"\n", body_start, stop + len(_TERMINATOR))
+            pos = stop + len(_TERMINATOR)
+            continue
+        if text == "GAME OVER":
+            stop, n_lines = _summary_end(data, end)
+            events.append(Marker("game_over", line, data[pos:stop].decode("utf-8")))
+            line += 1 + n_lines
+            pos = stop
+            continue
+        events.append(Marker(_marker_kind(text), line, text))
+        line += 1
+        pos = end
+    return events
+
+
+def _summary_end(data: bytes, pos: int) -> tuple[int, int]:
+    """End offset of a GAME OVER summary (next message header or EOF) and its line count."""
+    n_lines = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        end = len(data) if nl < 0 else nl + 1
+        text = data[pos:end].decode("utf-8").rstrip("\n")
+        if _HEADER.match(text) and data[end:end + 1] == b"\n":
+            break
+        n_lines += 1
+        pos = end
+    return pos, n_lines
+
+
+def _marker_kind(text: str) -> str:
+    if text.startswith("MADE MOVE "):
+        return "made_move"
+    if text.startswith(("Prompt Tokens: ", "Completion Tokens: ")):
+        return "tokens"
+    if text.startswith("BREAKING >>> "):
+        return "breaking"
+    return "other"

@@ -1,0 +1,447 @@
+"""Reader for public LLM Chess logs: ``output.txt`` with its per-game JSON files.
+
+``output.txt`` is an AutoGen console capture, split into messages and program
+lines by :mod:`rungbench.chess.transcripts.console`. Replies are printed as received, before
+``remove_text`` is applied. The reader replays every dialogue with the
+dispatcher version of the run, regenerates every dispatcher reply with
+python-chess, and checks each game against what the run recorded about it: the
+console summary and, where one survives upstream, the game JSON (matched by token
+counts; the comparisons live in :mod:`rungbench.chess.transcripts.llmchess_checks`). Every
+disagreement is reported per game; nothing is smoothed over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import chess
+from rungbench.chess.transcripts.console import Block, Event, Marker, tokenize
+from rungbench.chess.transcripts.corpus import Attempt, Corpus, GameRecord, split_tool_calls
+from rungbench.chess.transcripts.dispatch import (
+    MOVE_MADE,
+    TOO_MANY_WRONG_ACTIONS,
+    DispatcherVersion,
+    VerdictKind,
+    dispatch,
+    invalid_action_message,
+    version,
+)
+from rungbench.chess.transcripts.llmchess_checks import (
+    COUNTERS,
+    Check,
+    GameReport,
+    ReplayedGame,
+    Signature,
+    aggregate_checks,
+    json_checks,
+    match_game_jsons,
+    material_count,
+    summary_checks,
+)
+from rungbench.errors import InputError, Reason, Refusal
+from rungbench.evidence.canonical import bytes_digest, loads_canonical
+
+_PROXY = "Proxy"
+_MAX_GAME_MOVES = 200
+
+
+@dataclass
+class _Player:
+    name: str
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    failed: int = 0
+    requested_board: bool = False
+    tokens: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A parsed and replayed LLM Chess run."""
+
+    folder: str
+    """The run folder."""
+    dispatcher: DispatcherVersion
+    """The dispatcher version replayed."""
+    games: tuple[GameReport, ...]
+    """Per-game reports in transcript order."""
+    run_checks: tuple[Check, ...]
+    """Run-level checks (the printed aggregate against ``_aggregate_results.json``)."""
+    unmatched_json: tuple[str, ...]
+    """Game JSON files no game matched."""
+    corpus: Corpus
+    """The attempts, in the common corpus shape."""
+
+    @property
+    def disagreements(self) -> list[tuple[str, Check]]:
+        """Every failed check, with the game it belongs to (``run`` for run-level ones)."""
+        out = [(g.game, c) for g in self.games for c in g.disagreements]
+        return out + [("run", c) for c in self.run_checks if not c.ok]
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the report as a JSON-ready mapping."""
+        return {
+            "folder": self.folder, "dispatcher": self.dispatcher.to_json(),
+            "games": [g.to_json() for g in self.games],
+            "run_checks": [c.to_json() for c in self.run_checks],
+            "unmatched_json": list(self.unmatched_json),
+            "disagreements": len(self.disagreements),
+        }
+
+
+def is_llmchess_folder(folder: Path) -> bool:
+    """Return whether ``folder`` looks like an LLM Chess log folder."""
+    return (folder / "output.txt").is_file()
+
+
+def run_dispatcher(folder: Path) -> DispatcherVersion:
+    """Pick the dispatcher version of a run: ``_run.json`` marks the August 2025 program."""
+    run_json = folder / "_run.json"
+    if not run_json.is_file():
+        return version("llmchess-2025-01")
+    data = loads_canonical(run_json.read_bytes(), path=str(run_json))
+    cfg = data.get("config", {})
+    mode = cfg.get("board_representation_mode", "UNICODE_ONLY")
+    if mode not in ("UNICODE_ONLY", "FEN_ONLY"):
+        raise InputError(f"board_representation_mode {mode!r} is not replayable",
+                         path=str(run_json), field="config.board_representation_mode")
+    return version("llmchess-2025-08").with_config(
+        remove_text=cfg.get("remove_text"), enable_reflection=bool(cfg.get("enable_reflection")),
+        max_failed_attempts=int(cfg.get("max_failed_attempts", 3)),
+        max_turns=int(cfg.get("max_llm_turns", 10)), board_mode=mode,
+    )
+
+
+def _variant(folder: Path, dv: DispatcherVersion) -> str:
+    known = "" if (folder / "_run.json").is_file() else " (inferred: no _run.json)"
+    reflection = "reflection" if dv.enable_reflection else "no-reflection"
+    return f"llmchess/{dv.board_mode}/{reflection}{known}"
+
+
+def read_run(folder: Path) -> RunReport:
+    """Parse, replay and check one LLM Chess run folder."""
+    out_path = folder / "output.txt"
+    data = out_path.read_bytes()
+    dv = run_dispatcher(folder)
+    events = tokenize(data, path=str(out_path))
+    games = _split_games(events)
+    jsons = _game_jsons(folder)
+    run_group, variant = folder.name, _variant(folder, dv)
+    replays = []
+    for index, game_events in enumerate(games, start=1):
+        replay = _Replay(dv, f"{run_group}/g{index:02d}", run_group, variant, str(out_path),
+                         f"{run_group}/output.txt")
+        replay.run(game_events)
+        replays.append(replay)
+    matches = match_game_jsons([r.signature() if r.complete else None for r in replays], jsons)
+    reports, attempts, records = [], [], []
+    for index, (replay, (name, note)) in enumerate(zip(replays, matches, strict=True), start=1):
+        reports.append(replay.report(index, name, jsons.get(name or ""), note))
+        attempts.extend(replay.attempts)
+        records.append(replay.record(sum(a.role == "agent" for a in replay.attempts)))
+    used = {name for name, _ in matches if name}
+    run_checks = aggregate_checks(folder, events, reports)
+    corpus = Corpus(
+        attempts=tuple(attempts), games=tuple(records),
+        sources={f"{run_group}/output.txt": data},
+        dispatchers={dv.name: dv}, records_path=str(out_path),
+        origin={"format": "llm_chess", "folder": folder.name,
+                "files": {f"{run_group}/output.txt": bytes_digest(data)}},
+    )
+    return RunReport(str(folder), dv, tuple(reports), tuple(run_checks),
+                     tuple(sorted(set(jsons) - used)), corpus)
+
+
+def _split_games(events: list[Event]) -> list[list[Event]]:
+    games: list[list[Event]] = []
+    current: list[Event] = []
+    for event in events:
+        if isinstance(event, Block) or current:
+            current.append(event)
+        if isinstance(event, Marker) and event.kind == "game_over":
+            games.append(current)
+            current = []
+    if any(isinstance(e, Block) for e in current):
+        games.append(current)
+    return games
+
+
+def _game_jsons(folder: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted(folder.glob("*.json")):
+        if path.name.startswith("_"):
+            continue
+        out[path.name] = loads_canonical(path.read_bytes(), path=str(path))
+    return out
+
+
+class _Replay:
+    """State of one game's replay: the board, both players, attempts and checks."""
+
+    def __init__(self, dv: DispatcherVersion, game: str, run_group: str, variant: str,
+                 source: str, source_key: str) -> None:
+        self.dv, self.game, self.run_group, self.variant = dv, game, run_group, variant
+        self.source, self.source_key = source, source_key
+        self.board = chess.Board()
+        self.players: dict[str, _Player] = {}
+        self.colours: dict[str, Literal["white", "black"]] = {}
+        self.sans: list[str] = []
+        self.attempts: list[Attempt] = []
+        self.checks: list[Check] = []
+        self.regenerated = {"board": 0, "legal": 0, "other": 0}
+        self.moves_made = 0
+        self.complete = False
+        self.start_line = 0
+        self.summary = ""
+        self.winner: str | None = None
+        self.reason: str | None = None
+
+    def run(self, events: list[Event]) -> None:
+        dialogue: list[Event] = []
+        last: _Player | None = None
+        for event in events:
+            if isinstance(event, Marker) and event.kind == "made_move":
+                last = self._dialogue(dialogue, ended=True)
+                dialogue = []
+                self.moves_made += 1
+                self.checks.append(Check("made_move_number", "console",
+                                         int(event.text.split()[-1]), self.moves_made))
+            elif isinstance(event, Marker) and event.kind == "game_over":
+                self.complete = True
+                self.summary = event.text
+            elif isinstance(event, Marker) and event.kind == "tokens" and last is not None:
+                # Token counts are printed after MADE MOVE, for the dialogue just ended.
+                value = int(event.text.split(": ")[1])
+                prompt, completion = last.tokens
+                last.tokens = ((value, completion) if event.text.startswith("Prompt")
+                               else (prompt, value))
+            else:
+                dialogue.append(event)
+        if any(isinstance(e, Block) for e in dialogue):
+            self._dialogue(dialogue, ended=False)
+        first = next((e for e in events if isinstance(e, Block)), None)
+        self.start_line = first.line if first else 0
+
+    def _player(self, name: str) -> _Player:
+        if name not in self.players:
+            self.players[name] = _Player(name)
+            self.colours[name] = "white" if self.board.turn == chess.WHITE else "black"
+        return self.players[name]
+
+    def _dialogue(self, events: list[Event], *, ended: bool) -> _Player | None:
+        blocks = [e for e in events if isinstance(e, Block)]
+        if not blocks:
+            return None
+        opening = blocks[0]
+        if self.reason is not None:
+            self.checks.append(Check(f"dialogue@{self.source}:{opening.line}", "transcript",
+                                     "a further move dialogue", f"game over: {self.reason}"))
+        self._check_structure(blocks, ended=ended)
+        player = self._player(opening.recipient)
+        if self.dv.failure_scope == "move":
+            player.failed = 0
+        if self.dv.wrong_counters_per_move:
+            player.counters["wrong_moves"] = player.counters["wrong_actions"] = 0
+        player.requested_board = False
+        prompt = opening
+        last_message = opening.body
+        turns = 0
+        breaking = [e for e in events if isinstance(e, Marker) and e.kind == "breaking"]
+        for i, block in enumerate(blocks[1:], start=1):
+            if block.sender == _PROXY:
+                prompt = block
+                continue
+            turns += 1
+            reply = blocks[i + 1] if i + 1 < len(blocks) else None
+            last_message = self._attempt(player, prompt, block, reply, turns, breaking)
+        if ended:
+            self._end_of_move(player, last_message, turns)
+        return player
+
+    def _check_structure(self, blocks: list[Block], *, ended: bool) -> None:
+        """A dialogue alternates Proxy and one player, and only its last reply may go
+        unanswered: at the turn limit, when the reply echoes a termination message, or
+        when the capture stops (``ended`` False)."""
+        player = blocks[0].recipient
+        for i, block in enumerate(blocks):
+            sender, recipient = (_PROXY, player) if i % 2 == 0 else (player, _PROXY)
+            if (block.sender, block.recipient) != (sender, recipient):
+                self.checks.append(Check(f"message@{self.source}:{block.line}", "transcript",
+                                         f"{block.sender} to {block.recipient}",
+                                         f"{sender} to {recipient}"))
+                return
+        replies = len(blocks) // 2
+        if ended and len(blocks) % 2 == 0 and replies < self.dv.max_turns:
+            content = split_tool_calls(blocks[-1].body)[0].lower().strip()
+            if content not in (MOVE_MADE.lower(), TOO_MANY_WRONG_ACTIONS.lower()):
+                self.checks.append(Check(
+                    f"unanswered@{self.source}:{blocks[-1].line}", "transcript",
+                    "a reply left unanswered", f"answered (only {replies} of "
+                    f"{self.dv.max_turns} turns used)"))
+
+    def _attempt(self, player: _Player, prompt: Block, block: Block, reply: Block | None,
+                 turns: int, breaking: list[Marker]) -> str:
+        content, calls = split_tool_calls(block.body)
+        fen = self.board.fen()
+        ply = len(self.board.move_stack)
+        role: Literal["agent", "opponent"] = (
+            "agent" if player.name.startswith("Player_") else "opponent")
+        dispatched = reply is not None and reply.sender == _PROXY
+        verdict = dispatch(self.dv, content, board=self.board, previous_prompt=prompt.body)
+        if dispatched:
+            assert reply is not None
+            self._apply(player, verdict.kind, verdict.move)
+            expected = verdict.reply
+            if player.failed >= self.dv.max_failed_attempts and verdict.failed:
+                self._check_breaking(breaking, verdict.reply, block)
+                expected = TOO_MANY_WRONG_ACTIONS
+            kind = {"board_query": "board", "legal_query": "legal"}.get(verdict.kind.value, "other")
+            check = Check(f"reply@{self.source}:{reply.body_line}", "transcript",
+                          reply.body, expected)
+            self.checks.append(check)
+            if check.ok:
+                self.regenerated[kind] += 1
+        self.attempts.append(Attempt(
+            run_group=self.run_group, variant=self.variant, game=self.game, ply=ply,
+            colour="white" if self.board.turn == chess.WHITE else "black", player=player.name,
+            role=role, attempt=turns, fen_before=fen, prompt=prompt.body, response=block.body,
+            verdict=verdict.kind.value if dispatched else None,
+            move=verdict.move if dispatched else None,
+            reply=reply.body if dispatched and reply is not None else None,
+            dispatcher=self.dv.name, source=self.source_key, line=block.body_line,
+            response_range=block.span, prompt_range=prompt.span,
+            tool_calls=tuple(c.name for c in calls),
+        ))
+        if dispatched and verdict.accepted and verdict.move is not None:
+            move = chess.Move.from_uci(verdict.move)
+            self.sans.append(self.board.san(move))
+            self.board.push(move)
+        return reply.body if dispatched and reply is not None else block.body
+
+    def _apply(self, player: _Player, kind: VerdictKind, move: str | None) -> None:
+        c = player.counters
+        if kind is VerdictKind.BOARD_QUERY:
+            c["get_board_count"] += 1
+            player.requested_board = True
+        elif kind is VerdictKind.LEGAL_QUERY:
+            c["get_legal_moves_count"] += 1
+            player.requested_board = True
+        elif kind is VerdictKind.REFLECTION:
+            c["reflections_used"] += 1
+            if not player.requested_board:
+                c["reflections_used_before_board"] += 1
+        elif kind in (VerdictKind.MOVE_ACCEPTED, VerdictKind.MOVE_REJECTED):
+            c["make_move_count"] += 1
+            if kind is VerdictKind.MOVE_REJECTED:
+                c["wrong_moves"] += 1
+                player.failed += 1
+        elif kind is VerdictKind.INVALID_ACTION:
+            c["wrong_actions"] += 1
+            player.failed += 1
+
+    def _check_breaking(self, breaking: list[Marker], reply: str, block: Block) -> None:
+        after = [m for m in breaking if m.line > block.line]
+        observed = after[0].text if after else None
+        self.checks.append(Check(f"breaking@{self.source}:{block.line}", "transcript",
+                                 observed, "BREAKING >>> " + reply))
+
+    def _end_of_move(self, player: _Player, last_message: str, turns: int) -> None:
+        """The run loop's end-of-move rules (winner and reason), in the program's order."""
+        last = last_message.lower().strip()
+        other = next((n for n in self.players if n != player.name), None)
+        if last == TOO_MANY_WRONG_ACTIONS.lower():
+            self.winner, self.reason = other or "?", TOO_MANY_WRONG_ACTIONS
+        elif self.board.is_game_over():
+            self.winner, self.reason = _game_over(self.board, self.players, self.colours)
+        elif last != MOVE_MADE.lower() and turns >= self.dv.max_turns:
+            self.winner, self.reason = other or "?", "Max turns in single dialog"
+        elif self.moves_made + 1 >= _MAX_GAME_MOVES:
+            self.winner, self.reason = "NONE", "Max moves reached"
+        elif last not in (MOVE_MADE.lower(), invalid_action_message(
+                enable_reflection=self.dv.enable_reflection).lower()) and not last.startswith(
+                "failed to make move:"):
+            self.winner, self.reason = "NONE", "Unknown issue, failed to make a move"
+
+    def record(self, n_agent: int) -> GameRecord:
+        """The game in the common corpus shape."""
+        agent: Literal["white", "black"] = next(
+            (c for n, c in self.colours.items() if n.startswith("Player_")), "black")
+        return GameRecord(
+            game=self.game, run_group=self.run_group, variant=self.variant, agent_colour=agent,
+            start_fen=chess.STARTING_FEN, moves=tuple(m.uci() for m in self.board.move_stack),
+            termination=self.reason or ("incomplete" if not self.complete else "unknown"),
+            attempts=n_agent,
+        )
+
+    def report(self, index: int, name: str | None, data: dict[str, Any] | None,
+               note: str | None) -> GameReport:
+        against = ["transcript"]
+        unavailable: list[str] = []
+        checks, outcome = list(self.checks), self.outcome()
+        if self.complete:
+            against.append("console")
+            checks.extend(summary_checks(self.summary, outcome))
+        else:
+            unavailable.append("summary, counters, PGN: the capture ends before GAME OVER "
+                               "(run aborted mid-game; no game JSON exists)")
+        if name is not None and data is not None:
+            against.append(name)
+            found, missing = json_checks(name, data, outcome)
+            checks.extend(found)
+            unavailable.extend(missing)
+        elif note is not None:
+            unavailable.append(note)
+        if not self.dv.action_counters:
+            unavailable.append("get_board_count, get_legal_moves_count, make_move_count: not "
+                               "recorded by this program version")
+        return GameReport(index, self.game, self.start_line, self.complete, name, tuple(against),
+                          tuple(unavailable), tuple(checks), dict(self.regenerated))
+
+    def outcome(self) -> ReplayedGame:
+        """The replay's outcome, as the run's records state it."""
+        white = next((n for n, c in self.colours.items() if c == "white"), "")
+        black = next((n for n, c in self.colours.items() if c == "black"), "")
+        result = ("1/2-1/2" if self.winner == "NONE" else "1-0" if self.winner == white
+                  else "0-1" if self.winner == black else "*")
+        counters: dict[str, dict[str, int]] = {}
+        for name, colour in self.colours.items():
+            counters.setdefault(colour, dict(self.players[name].counters))
+        return ReplayedGame(self.winner, self.reason, self.moves_made,
+                            material_count(self.board), counters, tuple(self.sans), result)
+
+    def signature(self) -> Signature:
+        """(prompt, completion) tokens last printed for each colour's player."""
+        out = {"white": (0, 0), "black": (0, 0)}
+        for name, player in self.players.items():
+            out[self.colours[name]] = player.tokens
+        return out
+
+
+def _game_over(board: chess.Board, players: dict[str, _Player],
+               colours: dict[str, Literal["white", "black"]]) -> tuple[str, str]:
+    if board.is_checkmate():
+        loser = "white" if board.turn == chess.WHITE else "black"
+        return next((n for n, c in colours.items() if c != loser), "?"), "Checkmate"
+    if board.is_stalemate():
+        return "NONE", "Stalemate"
+    if board.is_insufficient_material():
+        return "NONE", "Insufficient material"
+    if board.is_seventyfive_moves():
+        return "NONE", "Seventy-five moves rule"
+    return "NONE", "Fivefold repetition"
+
+
+def refuse_disagreements(report: RunReport) -> None:
+    """Raise a :class:`Refusal` listing every disagreement of a replayed run, if any."""
+    reasons = []
+    for game, check in report.disagreements:
+        code = ("reply_mismatch" if check.name.startswith(("reply@", "breaking@"))
+                else "structure_mismatch" if check.name.startswith(
+                    ("message@", "unanswered@", "dialogue@"))
+                else "record_mismatch")
+        where = check.name.split("@", 1)[1] if "@" in check.name else check.source
+        reasons.append(Reason(code, f"{game}: {check.name} from {check.source}: recorded "
+                              f"{check.expected!r}, replay {check.observed!r}", subject=where))
+    if reasons:
+        raise Refusal(reasons, gate="llm chess replay")

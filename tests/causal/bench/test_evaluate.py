@@ -1,0 +1,144 @@
+"""Tests for rungbench.causal.bench.evaluate and reference_agents (must-show figures of issue 4)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.evaluate import evaluate, score_responses, score_run
+from rungbench.causal.bench.records import OUTCOMES
+from rungbench.causal.bench.reference_agents import SIGNATURES, reference_agent
+from rungbench.causal.bench.report import build_report
+from rungbench.causal.bench.scorer import load_oracles
+from rungbench.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def benches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
+    root = tmp_path_factory.mktemp("benches")
+    out = {}
+    for split in ("dev", "validation", "test"):
+        out[split] = root / split
+        build_split(split, 18, 77, out[split])
+    return out
+
+
+@pytest.mark.parametrize("split", ["dev", "validation", "test"])
+def test_oracle_agent_scores_100_percent(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path, split: str
+) -> None:
+    """The oracle reference agent is right on every case of every split."""
+    s = evaluate(benches[split], "reference:oracle", tmp_path / "run")
+    o = s["outcomes"]
+    assert o["correct"] + o["correct_non_id"] == s["n"] > 0
+    assert o["correct_non_id"] > 0
+
+
+@pytest.mark.parametrize("split", ["dev", "validation", "test"])
+def test_always_abstain_fills_exactly_the_abstention_cells(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path, split: str
+) -> None:
+    """always-abstain lands every case in the abstain cell of its truth row and nowhere else."""
+    run = tmp_path / "run"
+    s = evaluate(benches[split], "reference:always_abstain", run)
+    assert s["outcomes"]["abstain"] == s["n"] > 0
+    assert sum(s["outcomes"].values()) == s["n"]
+    assert s["labels"] == {}
+    oracles = load_oracles(benches[split] / "private" / "oracle.jsonl")
+    table = build_report(run)["identification"]
+    n_non_id = sum(not o.identifiable for o in oracles.values())
+    assert n_non_id > 0
+    assert table["identifiable"] == {**dict.fromkeys(OUTCOMES, 0),
+                                     "abstain": len(oracles) - n_non_id}
+    assert table["not_identifiable"] == {**dict.fromkeys(OUTCOMES, 0), "abstain": n_non_id}
+    rows = [json.loads(t) for t in (run / "verdicts.jsonl").read_text().splitlines()]
+    assert all(r["verdict"]["brier"] is None for r in rows)
+
+
+@pytest.mark.parametrize("split", ["dev", "validation", "test"])
+@pytest.mark.parametrize("agent", sorted(SIGNATURES))
+def test_confused_agents_get_their_signature(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path, agent: str, split: str
+) -> None:
+    """Each confused reference agent carries its signature label on >= 95% of its failures."""
+    s = evaluate(benches[split], f"reference:{agent}", tmp_path / "run")
+    sig = s["signature"]
+    assert sig["label"] == SIGNATURES[agent]
+    assert sig["failed"] > 0
+    assert sig["rate"] >= 0.95
+    assert s["outcomes"]["invalid"] == 0
+
+
+def test_never_abstain_fails_exactly_the_non_identifiable_items(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """never-abstain is right on identifiable items and answers a value on every non-ID item."""
+    s = evaluate(benches["test"], "reference:never_abstain", tmp_path / "run")
+    oracles = load_oracles(benches["test"] / "private" / "oracle.jsonl")
+    n_non_id = sum(not o.identifiable for o in oracles.values())
+    assert s["outcomes"]["false_answer_on_non_id"] == n_non_id == s["failed"] > 0
+    assert s["outcomes"]["correct"] == s["n"] - n_non_id
+    assert s["signature"]["hits"] == n_non_id
+
+
+def test_run_manifest_and_verdicts_written(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A run writes responses, verdicts with world clusters, and a run_manifest naming the split."""
+    run = tmp_path / "run"
+    evaluate(benches["dev"], "reference:rung1", run)
+    manifest = json.loads((run / "run_manifest.json").read_text())
+    assert manifest["split"] == "dev" and manifest["arm"] == "reference:rung1"
+    assert manifest["scorer_hash"].startswith("sha256:")
+    rows = [json.loads(t) for t in (run / "verdicts.jsonl").read_text().splitlines()]
+    assert all(r["world_id"] for r in rows)
+
+
+def test_bad_response_lines_are_counted_invalid(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A file with bad lines is still scored; bad lines are invalid, missing cases counted."""
+    run = tmp_path / "run"
+    evaluate(benches["dev"], "reference:oracle", run)
+    lines = (run / "responses.jsonl").read_text().splitlines()
+    good = len(lines) - 4
+    first = json.loads(lines[0])
+    bad = [
+        "{broken",
+        json.dumps({k: v for k, v in first.items() if k != "status"}),
+        json.dumps({**first, "case_id": "nope"}),
+        json.dumps({**first, "value": 1.5}),
+    ]
+    (run / "responses.jsonl").write_text("\n".join(lines[:good] + bad) + "\n")
+    s = score_run(benches["dev"], run, "external")
+    assert s["outcomes"]["invalid"] == 4
+    assert s["n"] == len(lines)
+    assert s["missing"] == 4
+    errors = [json.loads(t)["verdict"]["error"]
+              for t in (run / "verdicts.jsonl").read_text().splitlines()[good:]]
+    assert f":{good + 1}: malformed JSON" in errors[0]
+    assert f":{good + 2}: Field required" in errors[1] and "'status'" in errors[1]
+    assert f":{good + 3}: unknown case id 'nope'" in errors[2]
+    assert f":{good + 4}: value 1.5 outside [0, 1]" in errors[3]
+    right = s["outcomes"]["correct"] + s["outcomes"]["correct_non_id"]
+    assert right == good
+    assert [b["line"] for b in s["invalid_lines"]] == list(range(good + 1, good + 5))
+
+
+def test_unknown_agent_is_an_input_error() -> None:
+    """An unknown agent spec names the known reference agents."""
+    with pytest.raises(InputError, match="reference:oracle"):
+        reference_agent("reference:psychic", {})
+
+
+def test_responses_that_are_not_utf8_are_an_input_error(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A response file that is not UTF-8 is a clear InputError naming the caller's file."""
+    mine = tmp_path / "mine.jsonl"
+    mine.write_bytes(b'{"case_id": "\xff"}\n')
+    with pytest.raises(InputError, match=r"mine\.jsonl: not UTF-8 at byte 13"):
+        score_responses(benches["dev"], mine, tmp_path / "run", "external")

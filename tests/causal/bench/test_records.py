@@ -1,0 +1,70 @@
+"""Tests for rungbench.causal.bench.records (versioned records and their JSON Schemas)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+from pydantic import ValidationError
+
+from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.evaluate import evaluate
+from rungbench.causal.bench.records import (
+    RECORDS_VERSION,
+    SCHEMA_MODELS,
+    AgentResponse,
+    json_schemas,
+    write_schemas,
+)
+
+
+def test_every_record_has_a_versioned_schema(tmp_path: pathlib.Path) -> None:
+    """write_schemas writes one schema per record, each tagged with the records version."""
+    paths = write_schemas(tmp_path)
+    assert sorted(p.name for p in paths) == sorted(f"{n}.schema.json" for n in SCHEMA_MODELS)
+    for p in paths:
+        doc = json.loads(p.read_text())
+        assert doc["$id"].startswith(RECORDS_VERSION + "/")
+        assert "version" in doc["properties"] or p.name == "verdict.schema.json"
+
+
+def test_public_case_schema_has_no_oracle_fields() -> None:
+    """The public_case schema carries none of the private oracle's answer fields."""
+    props = set(json_schemas()["public_case"]["properties"])
+    assert not props & {"value", "identifiable", "confusions", "seed", "scm_hash", "cpdag"}
+
+
+def test_agent_response_rejects_unknown_status_and_extra_fields() -> None:
+    """An unknown status or an unexpected field is a validation error, never ignored."""
+    base = {"case_id": "c", "arm": "a", "status": "answer", "value": 0.3}
+    assert AgentResponse.model_validate(base).value == 0.3
+    with pytest.raises(ValidationError):
+        AgentResponse.model_validate({**base, "status": "maybe"})
+    with pytest.raises(ValidationError):
+        AgentResponse.model_validate({**base, "secret": 1})
+
+
+def test_exported_schemas_describe_the_written_records(tmp_path: pathlib.Path) -> None:
+    """Each written record carries every required schema field, no other, and the version."""
+    bench, run = tmp_path / "bench", tmp_path / "run"
+    build_split("dev", 3, 4, bench)
+    evaluate(bench, "reference:oracle", run)
+    schemas = json_schemas()
+    exported = {p.name: json.loads(p.read_text()) for p in (bench / "public" / "schemas").iterdir()}
+    assert exported == {f"{n}.schema.json": s for n, s in schemas.items()}
+    written = {
+        "public_case": (bench / "public" / "cases.jsonl").read_text().splitlines(),
+        "private_oracle": (bench / "private" / "oracle.jsonl").read_text().splitlines(),
+        "agent_response": (run / "responses.jsonl").read_text().splitlines(),
+        "run_manifest": [(run / "run_manifest.json").read_text()],
+    }
+    for name, lines in written.items():
+        schema = schemas[name]
+        assert schema["properties"]["version"]["default"] == RECORDS_VERSION
+        assert lines
+        for text in lines:
+            record = json.loads(text)
+            assert set(schema.get("required", [])) <= set(record) <= set(schema["properties"])
+            assert record["version"] == RECORDS_VERSION
+    assert schemas["tool_event"]["properties"]["version"]["default"] == RECORDS_VERSION

@@ -1,0 +1,110 @@
+"""Tests for rungbench.causal.bench.report (accuracy with intervals, tables, paired delta)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.evaluate import evaluate
+from rungbench.causal.bench.report import accuracy, build_report, load_rows, to_markdown
+from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
+    root = tmp_path_factory.mktemp("report")
+    build_split("dev", 14, 9, root / "bench")
+    out = {}
+    for agent in ("oracle", "rung1", "always_abstain"):
+        out[agent] = root / agent
+        evaluate(root / "bench", f"reference:{agent}", out[agent])
+    return out
+
+
+def test_accuracy_uses_clopper_pearson() -> None:
+    """accuracy() reports k/n with the stats package's Clopper–Pearson interval."""
+    rows = [{"verdict": {"outcome": o}} for o in ["correct", "wrong", "correct_non_id", "abstain"]]
+    a = accuracy(rows)
+    assert (a["k"], a["n"], a["accuracy"]) == (2, 4, 0.5)
+    assert a["ci95"] == list(clopper_pearson(2, 4))
+
+
+def test_report_tables_match_outcomes(runs: dict[str, pathlib.Path]) -> None:
+    """The identification table sums to n; the oracle is right everywhere; abstain is a cell."""
+    rep = build_report(runs["oracle"])
+    table = rep["identification"]
+    assert sum(sum(r.values()) for r in table.values()) == rep["overall"]["n"]
+    assert table["not_identifiable"]["correct_non_id"] > 0
+    assert rep["overall"]["accuracy"] == 1.0
+    assert build_report(runs["rung1"])["failure_labels"]["observation_intervention_confusion"] > 0
+    abst = build_report(runs["always_abstain"])["identification"]
+    assert sum(r["abstain"] for r in abst.values()) == rep["overall"]["n"]
+
+
+def test_paired_delta_over_worlds(runs: dict[str, pathlib.Path]) -> None:
+    """Oracle minus always-abstain is exactly +1 with a degenerate interval; rung1 is worse."""
+    d = build_report(runs["oracle"], runs["always_abstain"])["paired"]["delta"]
+    assert (d["mean"], d["low"], d["high"]) == (1.0, 1.0, 1.0)
+    assert d["n_clusters"] == 14
+    d2 = build_report(runs["rung1"], runs["oracle"])["paired"]["delta"]
+    assert d2["mean"] < 0 and d2["excludes_zero"]
+
+
+def test_markdown_has_every_section(runs: dict[str, pathlib.Path]) -> None:
+    """The Markdown report holds family, rung, identification, calibration and paired sections."""
+    md = to_markdown(build_report(runs["rung1"], runs["oracle"]))
+    for heading in ("Accuracy by family", "Accuracy by rung", "Identification table",
+                    "Calibration", "Failure labels", "Paired difference"):
+        assert f"## {heading}" in md
+
+
+def test_accuracy_per_family_and_rung_with_clopper_pearson(runs: dict[str, pathlib.Path]) -> None:
+    """Every family and rung group reports k/n with its own Clopper–Pearson interval."""
+    rows = load_rows(runs["rung1"])
+    rep = build_report(runs["rung1"])
+    assert set(rep["by_rung"]) == {"1", "2", "3"}
+    assert set(rep["by_family"]) == {r["family"] for r in rows}
+    for key, groups in (("rung", rep["by_rung"]), ("family", rep["by_family"])):
+        assert sum(g["n"] for g in groups.values()) == len(rows)
+        for value, g in groups.items():
+            members = [r for r in rows if str(r[key]) == value]
+            k = sum(r["verdict"]["outcome"] in ("correct", "correct_non_id") for r in members)
+            assert (g["k"], g["n"]) == (k, len(members))
+            assert g["ci95"] == list(clopper_pearson(k, len(members)))
+    assert rep["by_rung"]["1"]["accuracy"] == 1.0
+    assert rep["by_rung"]["2"]["accuracy"] < 1.0
+
+
+def test_calibration_brier_is_the_mean_squared_gap(runs: dict[str, pathlib.Path]) -> None:
+    """Brier = mean (c − 1[right])² over graded cases; 0 for the oracle; none if abstaining."""
+    rows = load_rows(runs["rung1"])
+    graded = [r for r in rows if r["verdict"]["outcome"] not in ("abstain", "invalid")]
+    right = [r["verdict"]["outcome"] in ("correct", "correct_non_id") for r in graded]
+    expected = sum((0.95 - float(h)) ** 2 for h in right) / len(graded)
+    cal = build_report(runs["rung1"])["calibration"]
+    assert cal["n"] == len(graded)
+    assert cal["brier"] == pytest.approx(expected, abs=1e-12)
+    top = cal["bins"][-1]
+    assert top["n"] == len(graded) and top["mean_confidence"] == pytest.approx(0.95)
+    assert top["accuracy"] == pytest.approx(sum(right) / len(graded))
+    assert build_report(runs["oracle"])["calibration"]["brier"] == 0.0
+    abstained = build_report(runs["always_abstain"])["calibration"]
+    assert abstained["n"] == 0 and abstained["brier"] is None
+
+
+def test_paired_delta_resamples_whole_worlds(runs: dict[str, pathlib.Path]) -> None:
+    """The paired interval is the cluster bootstrap with one cluster per world, not per case."""
+    a, b = load_rows(runs["rung1"]), load_rows(runs["oracle"])
+    d = build_report(runs["rung1"], runs["oracle"], seed=3)["paired"]["delta"]
+    right = ("correct", "correct_non_id")
+    by_case = {r["verdict"]["case_id"]: r for r in b}
+    va = [float(r["verdict"]["outcome"] in right) for r in a]
+    vb = [float(by_case[r["verdict"]["case_id"]]["verdict"]["outcome"] in right) for r in a]
+    worlds = [r["world_id"] for r in a]
+    expected = paired_cluster_bootstrap(va, vb, worlds, n_boot=2000, rng=3)
+    assert (d["mean"], d["low"], d["high"]) == (expected.mean, expected.low, expected.high)
+    assert d["n"] == len(a) > d["n_clusters"] == len(set(worlds))
+    per_case = paired_cluster_bootstrap(va, vb, list(range(len(a))), n_boot=2000, rng=3)
+    assert (per_case.low, per_case.high) != (d["low"], d["high"])

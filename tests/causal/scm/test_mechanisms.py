@@ -1,0 +1,70 @@
+"""Tests for rungbench.causal.scm.mechanisms: exact response-table encodings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rungbench.causal.scm import mechanisms as mech
+from rungbench.causal.scm.world import Response, Variable
+from rungbench.errors import InputError
+
+
+def _p_one(responses: tuple[Response, ...], k: int) -> np.ndarray:
+    return Variable("V", tuple(f"P{i}" for i in range(k)), responses).p_one()
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=0, max_size=3), st.floats(0.0, 1.0))
+@settings(max_examples=60, deadline=None)
+def test_noisy_or_reproduces_its_cpd(strengths: list[float], leak: float) -> None:
+    """The mixture gives P(V=1|pa) = 1 - (1-leak) prod_{pa_i=1} (1-s_i) on every row."""
+    responses = mech.noisy_or(strengths, leak)
+    got = _p_one(responses, len(strengths))
+    for row in range(2 ** len(strengths)):
+        fail = 1.0 - leak
+        for i, s in enumerate(strengths):
+            if (row >> i) & 1:
+                fail *= 1.0 - s
+        assert got[row] == pytest.approx(1.0 - fail, abs=1e-12)
+    assert sum(r.p for r in responses) == pytest.approx(1.0, abs=1e-12)
+    assert len({r.table for r in responses}) == len(responses)
+
+
+def test_and_interaction_cpd() -> None:
+    """AND with failure 0.2 and leak 0.1: P(V=1) = 0.1 off the all-ones row, 0.1 + 0.9*0.8 on it."""
+    got = _p_one(mech.and_interaction(2, 0.2, 0.1), 2)
+    assert got == pytest.approx([0.1, 0.1, 0.1, 0.1 + 0.9 * 0.8])
+
+
+def test_random_mixture_is_valid() -> None:
+    """Random mixtures have distinct tables of the right width and probabilities summing to 1."""
+    rng = np.random.default_rng(4)
+    for k in range(4):
+        rs = mech.random_mixture(k, rng, n_tables=3)
+        assert all(len(r.table) == 2**k for r in rs)
+        assert len({r.table for r in rs}) == len(rs)
+        assert sum(r.p for r in rs) == pytest.approx(1.0)
+        assert all(r.p > 0 for r in rs)
+
+
+def test_zero_probability_tables_are_dropped() -> None:
+    """A root with p_one = 1 keeps one response function (enumeration skips impossible ones)."""
+    assert len(mech.root(1.0)) == 1
+    assert len(mech.noisy_or([1.0], 0.0)) == 1
+
+
+def test_out_of_range_strength_is_an_input_error() -> None:
+    """A strength outside [0, 1] raises InputError naming it."""
+    with pytest.raises(InputError) as exc:
+        mech.noisy_or([0.5, 1.5], 0.1)
+    assert exc.value.field == "strengths[1]"
+
+
+def test_random_mixture_caps_tables_at_the_number_of_functions() -> None:
+    """n_tables is capped at 2**(2**k) distinct functions: 2 for a root, all 4 for one parent."""
+    rng = np.random.default_rng(7)
+    assert len(mech.random_mixture(0, rng, n_tables=5)) == 2
+    assert len(mech.random_mixture(1, rng, n_tables=4)) == 4
+    assert len(mech.random_mixture(1, rng, n_tables=9)) == 4

@@ -1,0 +1,363 @@
+"""A104 census: counts on the bundled logs, refusals on corpora that fail verification."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from rungbench.chess.transcripts.census import (
+    CLAIM_BOUNDARY,
+    Row,
+    census,
+    census_path,
+    chains,
+    transitions,
+)
+from rungbench.chess.transcripts.corpus import load_corpus, write_corpus
+from rungbench.chess.transcripts.dispatch import version
+from rungbench.chess.transcripts.harness import (
+    HarnessConfig,
+    RandomOpponent,
+    ScriptedAgent,
+    play_corpus,
+)
+from rungbench.cli.chess_census import register
+from rungbench.errors import Refusal
+from rungbench.evidence.paths import shared_data_dir
+from rungbench.stats import clopper_pearson
+
+DATA = shared_data_dir() / "llm_chess"
+AUG = DATA / "gpt-oss-20b-low_2025-08-12-15-06-46"
+JAN = DATA / "gpt-35-turbo-0301_2025-01-22"
+SCRIPT = (("board", "move"), ("list", "move"), ("junk", "move"), ("board", "list", "move"))
+
+
+def _rows(doc: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    return {r["prior"]: (r["transitions"], r["accepted"]) for r in doc["transition_table"]}
+
+
+def test_census_of_august_2025_run() -> None:
+    """gpt-oss-20b: 41 eligible replies; the board query was followed by a move 2 times of 3."""
+    doc = census_path(AUG)
+    assert doc["counts"]["eligible_attempts"] == 41
+    assert doc["counts"]["excluded_attempts"] == {"opponent": 26}
+    assert doc["counts"]["source_games"] == 10
+    assert _rows(doc)["board_query"] == (3, 2)
+    assert _rows(doc)["legal_list_query"] == (0, 0)
+    assert doc["chronology"]["reconciled"] is True
+    assert doc["claim_boundary"] == CLAIM_BOUNDARY
+
+
+def test_census_of_january_2025_run() -> None:
+    """gpt-35-turbo: 36 board and 34 list queries reconciled; 7 board→list escalations."""
+    doc = census_path(JAN)
+    assert doc["counts"]["eligible_attempts"] == 165
+    assert doc["chronology"]["board_queries"] == doc["chronology"]["board_displays"] == 36
+    assert doc["chronology"]["list_queries"] == doc["chronology"]["uci_lists"] == 34
+    assert sum(doc["board_to_list_escalations"].values()) == 7
+    assert _rows(doc)["legal_list_query"] == (34, 3)
+    row = next(r for r in doc["transition_table"] if r["prior"] == "legal_list_query")
+    assert row["ci"][0] < 3 / 34 < row["ci"][1]
+
+
+def test_both_runs_together_and_digest_is_stable() -> None:
+    """The folder of runs merges both run groups; the census digest is reproducible."""
+    doc = census_path(DATA)
+    assert doc["counts"]["run_groups"] == 2 and doc["counts"]["source_games"] == 40
+    assert census_path(DATA)["digest"] == doc["digest"]
+    assert [r["disagreements"] for r in doc["replay"]] == [0, 0]
+
+
+def test_cli_prints_table_and_json(tmp_path: Path) -> None:
+    """`chess census` prints the transition table, and one JSON document under --json."""
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    human = runner.invoke(app, ["census", str(AUG)])
+    assert human.exit_code == 0 and "board_query" in human.stdout and "not effects" in human.stdout
+    machine = runner.invoke(app, ["census", str(JAN), "--json"])
+    assert machine.exit_code == 0
+    assert json.loads(machine.stdout)["counts"]["eligible_attempts"] == 165
+
+
+def _harness(folder: Path) -> None:
+    cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=20)
+    play_corpus(folder, ScriptedAgent(SCRIPT, seed=2), RandomOpponent(4), cfg, games=2)
+
+
+def _refreeze(folder: Path, index: int, **changes: object) -> int:
+    """Rewrite one attempt record and freeze the corpus again; return its 1-based line."""
+    corpus = load_corpus(folder)
+    attempts = list(corpus.attempts)
+    attempts[index] = dataclasses.replace(attempts[index], **changes)  # type: ignore[arg-type]
+    write_corpus(folder, transcript=corpus.sources["transcript.txt"], attempts=attempts,
+                 games=corpus.games, dispatchers=list(corpus.dispatchers.values()),
+                 description="tampered")
+    return index + 1
+
+
+def _refusal(folder: Path) -> Refusal:
+    with pytest.raises(Refusal) as info:
+        census_path(folder)
+    return info.value
+
+
+def test_illegal_move_recorded_as_accepted_refuses(tmp_path: Path) -> None:
+    """An accepted verdict for an illegal move is refused, naming attempts.jsonl and the line."""
+    _harness(tmp_path)
+    index = next(i for i, a in enumerate(load_corpus(tmp_path).attempts)
+                 if a.verdict == "move_accepted")
+    line = _refreeze(tmp_path, index, move="a1a8")
+    refusal = _refusal(tmp_path)
+    assert "illegal_accepted_move" in refusal.codes
+    assert any(r.subject and r.subject.startswith(f"{tmp_path / 'attempts.jsonl'}:{line} ")
+               for r in refusal.reasons)
+
+
+def test_byte_range_outside_file_refuses(tmp_path: Path) -> None:
+    """A response byte range past the end of transcript.txt is refused with its record line."""
+    _harness(tmp_path)
+    size = len((tmp_path / "transcript.txt").read_bytes())
+    line = _refreeze(tmp_path, 3, response_range=(size - 2, size + 40))
+    refusal = _refusal(tmp_path)
+    reason = next(r for r in refusal.reasons if r.code == "range_outside_file")
+    assert str(reason.subject).startswith(f"{tmp_path / 'attempts.jsonl'}:{line} ")
+
+
+def test_digest_mismatch_refuses_naming_file_and_line(tmp_path: Path) -> None:
+    """Changing one byte of a frozen file is refused before any record is read."""
+    _harness(tmp_path)
+    path = tmp_path / "attempts.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b"get_current_board", b"get_current_boarD", 1)
+    path.write_bytes(b"\n".join(lines))
+    refusal = _refusal(tmp_path)
+    assert refusal.codes == ("digest_mismatch",)
+    assert refusal.reasons[0].subject == f"{path}:5"
+
+
+def test_truncated_corpus_refuses(tmp_path: Path) -> None:
+    """A records file cut mid-line is refused as truncated, naming the line where it stops."""
+    _harness(tmp_path)
+    path = tmp_path / "attempts.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    refusal = _refusal(tmp_path)
+    assert "truncated" in refusal.codes
+    line = data[: len(data) // 2].count(b"\n") + 1
+    assert f"{path}:{line}" in {r.subject for r in refusal.reasons}
+
+
+def test_nothing_is_counted_from_a_failing_corpus(tmp_path: Path) -> None:
+    """census() raises before returning any count when one record fails verification."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    bad = dataclasses.replace(corpus.attempts[0], prompt="a different prompt")
+    broken = dataclasses.replace(corpus, attempts=(bad, *corpus.attempts[1:]))
+    with pytest.raises(Refusal) as info:
+        census(broken)
+    assert "prompt_bytes_mismatch" in info.value.codes
+    assert not any("counts" in (r.data or {}) for r in info.value.reasons)
+
+
+def test_chronology_mismatch_refuses(tmp_path: Path) -> None:
+    """A board query followed by a prompt that is not the board display is refused."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    i = next(i for i, a in enumerate(corpus.attempts) if a.verdict == "board_query")
+    line = _refreeze(tmp_path, i, reply="not a board")
+    refusal = _refusal(tmp_path)
+    assert "reply_mismatch" in refusal.codes and "chronology_mismatch" in refusal.codes
+    assert any(str(r.subject).startswith(f"{tmp_path / 'attempts.jsonl'}:{line} ")
+               for r in refusal.reasons)
+
+
+def test_play_then_census_from_the_cli(tmp_path: Path) -> None:
+    """`chess play` writes a corpus whose census digest does not depend on its location."""
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    digests = []
+    for name in ("one", "two"):
+        folder = tmp_path / name / "corpus"
+        played = runner.invoke(app, ["play", str(folder), "--games", "2", "--max-plies", "12",
+                                     "--seed", "3", "--json"])
+        assert played.exit_code == 0, played.stdout
+        assert set(json.loads(played.stdout)["files"]) == {
+            "transcript.txt", "attempts.jsonl", "games.jsonl"}
+        result = runner.invoke(app, ["census", str(folder), "--json"])
+        digests.append(json.loads(result.stdout)["digest"])
+    assert digests[0] == digests[1]
+
+
+def test_cli_refusal_exits_3(tmp_path: Path) -> None:
+    """A truncated transcript makes `chess census --json` exit 3 with the reason code."""
+    (tmp_path / "output.txt").write_bytes((AUG / "output.txt").read_bytes()[:1500])
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["census", str(tmp_path), "--json"])
+    assert result.exit_code == 3
+    assert json.loads(result.stdout)["reasons"][0]["code"] == "truncated"
+
+
+def test_recorded_line_must_match_the_byte_range(tmp_path: Path) -> None:
+    """A record whose line number disagrees with where its bytes sit is refused."""
+    _harness(tmp_path)
+    attempt = load_corpus(tmp_path).attempts[2]
+    _refreeze(tmp_path, 2, line=attempt.line + 1)
+    assert _refusal(tmp_path).codes == ("line_mismatch",)
+
+
+@pytest.mark.parametrize(("prior", "n", "k", "printed"), [
+    ("board_query", 13034, 12379, 0.9497), ("legal_list_query", 623, 621, 0.9968),
+    ("non_tool_unresolved", 58, 28, 0.4828)])
+def test_seed_000_a104_rates_from_the_counts(prior: str, n: int, k: int, printed: float) -> None:
+    """Seed 000's A104 table: 12,379/13,034 = 94.97%, 621/623 = 99.68%, 28/58 = 48.28%,
+    each reported with its Clopper–Pearson interval at the census alpha."""
+    row = Row(prior, n, k).to_json(0.05)
+    assert round(row["rate"], 4) == printed
+    assert row["ci"] == list(clopper_pearson(k, n, 0.05))
+    assert row["ci"][0] < row["rate"] < row["ci"][1]
+    assert Row(prior, n, k).to_json(0.01)["ci"][0] < row["ci"][0]
+
+
+def test_empty_row_has_no_rate() -> None:
+    """A class with no transitions reports rate and interval as None, never 0/0."""
+    assert Row("reflection", 0, 0).to_json(0.05) == {
+        "prior": "reflection", "transitions": 0, "accepted": 0, "rate": None, "ci": None}
+
+
+def test_recorded_position_that_the_moves_do_not_give_refuses(tmp_path: Path) -> None:
+    """A record whose FEN differs from the position rebuilt from the game's moves is refused."""
+    _harness(tmp_path)
+    attempts = load_corpus(tmp_path).attempts
+    index = next(i for i, a in enumerate(attempts) if a.ply > 2 and a.role == "agent")
+    other = next(a.fen_before for a in attempts if a.fen_before != attempts[index].fen_before)
+    line = _refreeze(tmp_path, index, fen_before=other)
+    refusal = _refusal(tmp_path)
+    reason = next(r for r in refusal.reasons if r.code == "state_mismatch")
+    assert str(reason.subject).startswith(f"{tmp_path / 'attempts.jsonl'}:{line} ")
+
+
+def test_list_query_followed_by_something_else_refuses(tmp_path: Path) -> None:
+    """A legal-list query whose next prompt is not the comma-separated UCI list is refused."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    i = next(i for i, a in enumerate(corpus.attempts)
+             if a.verdict == "legal_query" and i + 1 < len(corpus.attempts)
+             and corpus.attempts[i + 1].attempt == a.attempt + 1)
+    nxt = corpus.attempts[i + 1]
+    _refreeze(tmp_path, i, reply="e2e4 and some prose")
+    refusal = _refusal(tmp_path)
+    assert "chronology_mismatch" in refusal.codes
+    assert any(r.code == "chronology_mismatch"
+               and str(r.subject).startswith(f"{tmp_path / 'attempts.jsonl'}:{i + 2} ")
+               for r in refusal.reasons), (nxt, refusal.reasons)
+
+
+def test_claim_boundary_says_rates_are_not_effects() -> None:
+    """The census states, in its own words, that tool-conditioned rates are not effects."""
+    text = " ".join(CLAIM_BOUNDARY.split())
+    for phrase in ("agent chose when to ask", "conditioned on that choice", "not effects",
+                   "not a control group", "randomized, byte-matched"):
+        assert phrase in text
+
+
+def test_cli_census_of_a_missing_folder_is_one_line_exit_1(tmp_path: Path) -> None:
+    """`chess census` on a path that is not a folder exits 1 with one line naming it."""
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["census", str(tmp_path / "nowhere")])
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nowhere" in lines[0]
+
+
+def test_cli_play_never_overwrites_a_corpus(tmp_path: Path) -> None:
+    """`chess play` into a folder holding a corpus exits 1 naming it and changes no byte;
+    --force replaces it."""
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    folder = tmp_path / "corpus"
+    args = ["play", str(folder), "--games", "1", "--max-plies", "6"]
+    assert runner.invoke(app, [*args, "--seed", "1"]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    again = runner.invoke(app, [*args, "--seed", "2"])
+    assert again.exit_code == 1 and again.stdout == ""
+    lines = again.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(folder) in lines[0] and "--force" in lines[0]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    forced = runner.invoke(app, [*args, "--seed", "2", "--force", "--json"])
+    assert forced.exit_code == 0
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} != before
+
+
+def test_demo_stage_censuses_both_runs_and_a_harness_corpus(tmp_path: Path) -> None:
+    """demo_stage reports both public runs (41 and 165 eligible replies, no replay
+    disagreement) and a scripted harness corpus, JSON-ready."""
+    from rungbench.cli.chess_census import demo_stage
+
+    summary = demo_stage(tmp_path, True)
+    assert summary[AUG.name]["eligible_attempts"] == 41
+    assert summary[JAN.name]["eligible_attempts"] == 165
+    assert all(v["replay_disagreements"] == 0 for v in summary.values())
+    assert summary["harness"]["table"]["legal_list_query"][0] > 0
+    json.dumps(summary, allow_nan=False)
+
+
+SCRIPT_REJECTED = (("board", "move"), ("list", "move"), ("junk", "illegal", "move"),
+                   ("board", "list", "move"))
+
+
+def test_transition_table_of_a_scripted_corpus_by_hand(tmp_path: Path) -> None:
+    """20 scripted turns (5 cycles) give board 10/5, list 10/10, non-tool 10/5, 30 transitions.
+
+    Per cycle: board→move, list→move, junk→illegal (rejected, not accepted), illegal→move,
+    board→list, list→move.
+    """
+    cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=20)
+    play_corpus(tmp_path, ScriptedAgent(SCRIPT_REJECTED, seed=2), RandomOpponent(4), cfg,
+                games=2)
+    doc = census_path(tmp_path)
+    assert _rows(doc) == {"board_query": (10, 5), "legal_list_query": (10, 10),
+                          "non_tool_unresolved": (10, 5), "reflection": (0, 0)}
+    assert doc["counts"]["same_position_transitions"] == 30
+    assert doc["counts"]["position_chains"] == 20
+    assert doc["board_to_list_escalations"] == {cfg.variant: 5}
+
+
+def test_chains_never_join_the_same_position_at_different_plies(tmp_path: Path) -> None:
+    """A position recurring at another ply (a repetition) starts a new chain."""
+    _harness(tmp_path)
+    first = next(a for a in load_corpus(tmp_path).attempts if a.role == "agent")
+    again = dataclasses.replace(first, ply=first.ply + 4, attempt=1)
+    assert [len(c) for c in chains([first, again])] == [1, 1]
+    assert transitions(chains([first, again])) == []
+
+
+def test_skipped_attempt_number_refuses(tmp_path: Path) -> None:
+    """A second attempt renumbered 3 (attempt 2 missing) is a chronology mismatch."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    i = next(i for i, a in enumerate(corpus.attempts) if a.role == "agent" and a.attempt == 2)
+    _refreeze(tmp_path, i, attempt=3)
+    assert "chronology_mismatch" in _refusal(tmp_path).codes
+
+
+def test_missing_agent_attempt_refuses_as_truncated(tmp_path: Path) -> None:
+    """A corpus holding fewer agent attempts than its game declares is refused as truncated."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    last = max(i for i, a in enumerate(corpus.attempts) if a.role == "agent")
+    attempts = [a for i, a in enumerate(corpus.attempts) if i != last]
+    write_corpus(tmp_path, transcript=corpus.sources["transcript.txt"], attempts=attempts,
+                 games=corpus.games, dispatchers=list(corpus.dispatchers.values()),
+                 description="one attempt dropped")
+    assert "truncated" in _refusal(tmp_path).codes

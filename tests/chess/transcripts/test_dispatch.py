@@ -1,0 +1,145 @@
+"""Dispatcher replay: precedence, versions and regenerated replies (seed 000, A104)."""
+
+from __future__ import annotations
+
+import pytest
+
+import chess
+from rungbench.chess.transcripts.dispatch import (
+    REFLECT_PROMPT,
+    REFLECTION_FOLLOWUP,
+    VerdictKind,
+    dispatch,
+    invalid_action_message,
+    is_board_display,
+    is_legal_list,
+    render_board,
+    render_legal_moves,
+    turn_prompt,
+    version,
+)
+from rungbench.errors import InputError
+
+AUG = version("llmchess-2025-08")
+JAN = version("llmchess-2025-01")
+START_LIST = ("g1h3,g1f3,b1c3,b1a3,h2h3,g2g3,f2f3,e2e3,d2d3,c2c3,b2b3,a2a3,"
+              "h2h4,g2g4,f2f4,e2e4,d2d4,c2c4,b2b4,a2a4")
+"""The legal-move reply printed verbatim at the start of every game in both bundled logs."""
+
+
+def test_board_query_wins_over_everything() -> None:
+    """A reply naming the board, the list and a move is a board query (fixed precedence)."""
+    v = dispatch(AUG, "get_legal_moves then get_current_board, make_move e7e5",
+                 board=chess.Board(), previous_prompt="")
+    assert v.kind is VerdictKind.BOARD_QUERY
+    assert v.reply == chess.Board().unicode()
+
+
+def test_list_query_by_substring_inside_prose() -> None:
+    """Substring matching on the lowercased reply turns advice into a legal-list query."""
+    text = "If you need help, you can use the 'GET_LEGAL_MOVES' command. make_move e2e4"
+    v = dispatch(JAN, text, board=chess.Board(), previous_prompt="")
+    assert v.kind is VerdictKind.LEGAL_QUERY
+    assert v.reply == START_LIST
+
+
+def test_reflection_followup_swallows_a_move() -> None:
+    """After the reflection prompt, even a legal make_move gets the follow-up, not a move."""
+    v = dispatch(AUG, "make_move e2e4", board=chess.Board(), previous_prompt=REFLECT_PROMPT)
+    assert (v.kind, v.reply, v.failed) == (VerdictKind.REFLECTION_FOLLOWUP, REFLECTION_FOLLOWUP,
+                                           False)
+    again = dispatch(AUG, "get_current_board", board=chess.Board(),
+                     previous_prompt=REFLECT_PROMPT)
+    assert again.kind is VerdictKind.BOARD_QUERY
+
+
+def test_do_reflection_is_recognised_even_when_not_offered() -> None:
+    """do_reflection is answered with the reflection prompt whatever the turn prompt offered."""
+    v = dispatch(AUG, "Do_Reflection please", board=chess.Board(), previous_prompt="")
+    assert (v.kind, v.reply) == (VerdictKind.REFLECTION, REFLECT_PROMPT)
+
+
+def test_remove_text_strips_reasoning_before_dispatch() -> None:
+    """The August 2025 version ignores commands inside <think> tags; January's does not."""
+    text = "<think>maybe get_current_board\nor make_move a1a8</think>\nmake_move e2e4"
+    assert dispatch(AUG, text, board=chess.Board(), previous_prompt="").move == "e2e4"
+    assert dispatch(JAN, text, board=chess.Board(), previous_prompt="").kind is (
+        VerdictKind.BOARD_QUERY)
+
+
+def test_promotion_needs_the_five_character_grammar() -> None:
+    """'make_move e7e8q' is accepted with promotions and rejected by the four-letter grammar."""
+    board = chess.Board("8/4P3/8/8/8/8/k7/4K3 w - - 0 1")
+    assert dispatch(AUG, "make_move e7e8q", board=board, previous_prompt="").accepted
+    old = dispatch(version("uci4-no-promotion"), "make_move e7e8q", board=board,
+                   previous_prompt="")
+    assert (old.kind, old.move, old.failed) == (VerdictKind.MOVE_REJECTED, "e7e8", True)
+    assert old.reply.startswith("Failed to make move: ")
+
+
+def test_illegal_and_malformed_commands() -> None:
+    """An illegal move is a wrong move; text without a command is an invalid action."""
+    illegal = dispatch(AUG, "make_move e2e5", board=chess.Board(), previous_prompt="")
+    assert (illegal.kind, illegal.failed) == (VerdictKind.MOVE_REJECTED, True)
+    empty = dispatch(AUG, "", board=chess.Board(), previous_prompt="")
+    assert empty.kind is VerdictKind.INVALID_ACTION
+    assert empty.reply == invalid_action_message(enable_reflection=False)
+
+
+def test_turn_prompt_matches_the_logged_prompt() -> None:
+    """The turn prompt is byte-identical to the one in both bundled transcripts."""
+    logged = (
+        "You are a professional chess player and you play as black. Now is your turn to make a "
+        "move. Before making a move you can pick one of the following actions:\n- "
+        "'get_current_board' to get the schema and current status of the board\n- "
+        "'get_legal_moves' to get a UCI formatted list of available moves\n- 'make_move <UCI "
+        "formatted move>' when you are ready to complete your turn (e.g., 'make_move e2e4')")
+    assert turn_prompt("black", enable_reflection=False) == logged
+    assert "do_reflection" in turn_prompt("white", enable_reflection=True)
+
+
+def test_display_shapes() -> None:
+    """Board displays and UCI lists are recognised by shape, and only they are."""
+    board = chess.Board()
+    assert is_board_display(render_board(board))
+    assert not is_board_display(render_legal_moves(board))
+    assert is_legal_list(render_legal_moves(board))
+    assert not is_legal_list(render_board(board))
+    assert render_board(board, "FEN_ONLY") == chess.STARTING_FEN
+
+
+def test_unknown_version_is_an_input_error() -> None:
+    """Asking for a dispatcher version that does not exist names the field."""
+    with pytest.raises(InputError, match="dispatcher"):
+        version("llmchess-1999")
+
+
+def test_run_configuration_renames_a_changed_version() -> None:
+    """The August run's own configuration keeps the name; a different one gets a suffix."""
+    same = AUG.with_config(remove_text="<think>.*?</think>", enable_reflection=False,
+                           max_failed_attempts=3, max_turns=10, board_mode="UNICODE_ONLY")
+    assert same is AUG
+    other = AUG.with_config(remove_text=None, enable_reflection=True, max_failed_attempts=3,
+                            max_turns=10, board_mode="UNICODE_ONLY")
+    assert other.name.startswith("llmchess-2025-08+") and other.enable_reflection
+    assert "do_reflection" in dispatch(other, "", board=chess.Board(), previous_prompt="").reply
+
+
+def test_reflection_followup_wins_over_a_new_reflection_request() -> None:
+    """After the reflection prompt, even 'do_reflection' gets the follow-up, not the prompt."""
+    v = dispatch(AUG, "do_reflection", board=chess.Board(), previous_prompt=REFLECT_PROMPT)
+    assert v.kind is VerdictKind.REFLECTION_FOLLOWUP and v.reply == REFLECTION_FOLLOWUP
+
+
+def test_invalid_action_counts_as_a_failure() -> None:
+    """Free text with no command is an invalid action that counts as a failed attempt."""
+    v = dispatch(AUG, "I am thinking.", board=chess.Board(), previous_prompt="")
+    assert v.kind is VerdictKind.INVALID_ACTION and v.failed is True and v.move is None
+
+
+def test_board_display_needs_exactly_eight_rows() -> None:
+    """Seven or nine well-formed rows are not a board display; the real eight are."""
+    rows = chess.Board().unicode().split("\n")
+    assert is_board_display("\n".join(rows))
+    assert not is_board_display("\n".join(rows[:7]))
+    assert not is_board_display("\n".join([*rows, rows[0]]))
