@@ -20,12 +20,12 @@ from rungbench.chess.transcripts.census import census_path
 from rungbench.chess.transcripts.corpus import load_corpus
 from rungbench.chess.transcripts.dispatch import version
 from rungbench.chess.transcripts.harness import (
+    REFERENCE_SCRIPT,
     HarnessConfig,
     RandomOpponent,
     ScriptedAgent,
     play_corpus,
 )
-from rungbench.cli.chess_census import DEMO_SCRIPT
 
 A104 = {"eligible_attempts": 27218, "same_position_transitions": 13715, "position_chains": 13503,
         "source_games": 220, "run_groups": 22}
@@ -44,7 +44,7 @@ def main() -> None:
         cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=80)
         while True:
             start = time.perf_counter()
-            play_corpus(folder, ScriptedAgent(DEMO_SCRIPT, seed=args.seed),
+            play_corpus(folder, ScriptedAgent(REFERENCE_SCRIPT, seed=args.seed),
                         RandomOpponent(args.seed), cfg, games=games)
             generate = time.perf_counter() - start
             n = len(load_corpus(folder).attempts)

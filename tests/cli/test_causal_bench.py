@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from rungbench.causal.bench.scorer import score_dict
 from rungbench.causal.checks import agreement
-from rungbench.cli.causal_bench import demo_stage, register
+from rungbench.cli.causal_bench import register
 
 app = typer.Typer()
 register(app)
@@ -74,15 +74,6 @@ def test_scorer_agreement_prints_one_document() -> None:
     assert {"hand", "generated", "pass", "thresholds"} <= set(doc)
     assert doc["generated"]["n"] == 120
     assert result.exit_code == (0 if doc["pass"] else 1)
-
-
-def test_demo_stage_runs_for_real(tmp_path: Path) -> None:
-    """The demo stage builds, evaluates two reference agents and reports real figures."""
-    summary = demo_stage(tmp_path, as_json=True)
-    assert summary["oracle_accuracy"] == 1.0
-    assert summary["rung1_accuracy"] < 1.0
-    assert summary["rung1_signature"]["rate"] >= 0.95
-    assert summary["leak_scan_ok"] and summary["skin_pairs_mismatched"] == 0
 
 
 def test_score_names_bad_lines(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -11,8 +10,6 @@ from typer.testing import CliRunner
 from rungbench.causal.checks import validate as validate_module
 from rungbench.causal.checks.validate import CheckRow, ValidationReport
 from rungbench.cli import app as root_app
-from rungbench.cli import causal as causal_cli
-from rungbench.errors import RungbenchError
 
 
 def test_validate_json_prints_one_document_and_exits_zero() -> None:
@@ -47,18 +44,3 @@ def test_failed_check_lists_failures_and_exits_one(monkeypatch: pytest.MonkeyPat
     result = CliRunner().invoke(root_app, ["causal", "validate", "--json"])
     assert result.exit_code == 1
     assert json.loads(result.stdout)["failures"] == ["hand cases"]
-
-
-def test_demo_stage_runs_validation(tmp_path: Path) -> None:
-    """demo_stage runs the full validation, writes it, and returns the table as JSON."""
-    summary = causal_cli.demo_stage(tmp_path, True)
-    assert summary["validation"]["all_pass"] is True
-    written = json.loads((tmp_path / "causal_validation.json").read_text())
-    assert written["rows"] == summary["validation"]["rows"]
-
-
-def test_demo_stage_raises_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """demo_stage raises RungbenchError naming the failed check."""
-    monkeypatch.setattr(validate_module, "run_validation", _failing)
-    with pytest.raises(RungbenchError, match="hand cases"):
-        causal_cli.demo_stage(tmp_path, True)

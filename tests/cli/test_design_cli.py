@@ -9,7 +9,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from rungbench.cli.design import app, demo_stage
+from rungbench.cli.design import app
 from rungbench.design.registry import load_design
 
 
@@ -61,12 +61,3 @@ def test_list_json() -> None:
     assert code == 0
     names = {d["name"]: d["digest"] for d in json.loads(out)["designs"]}
     assert names["a105"] == load_design("a105").digest
-
-
-def test_demo_stage_writes_reports(tmp_path: Path) -> None:
-    """demo_stage runs both audits, writes their JSON, and reports them ok."""
-    summary = demo_stage(tmp_path, True)
-    assert summary["a105"]["ok"] and summary["e023"]["ok"]
-    saved = json.loads((tmp_path / "design" / "e023_audit.json").read_text(encoding="utf-8"))
-    assert saved["digest"] == summary["e023"]["digest"]
-    assert summary["a105"]["figures"]["audit_blocks"]["ours"] == 600

@@ -14,7 +14,6 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from rungbench.cli import app
-from rungbench.cli.evidence import demo_stage
 from rungbench.evidence import (
     INVENTORY,
     Ledger,
@@ -311,24 +310,6 @@ def test_real_subprocess_exit_codes(tmp_path: Path) -> None:
     truncated.write_text('{"run_id": "r1", "inputs": {')
     manifest = _run("manifest", truncated)
     assert manifest.returncode == 1 and str(truncated) in manifest.stderr
-
-
-def test_demo_stage_on_bundled_data(tmp_path: Path) -> None:
-    """The demo stage stores real files, refuses a stale source, and keeps a valid ledger."""
-    summary = demo_stage(tmp_path, True)
-    assert summary["files"] >= 3 and summary["bad_objects"] == 0
-    assert summary["digests_matching_sources_md"] == summary["files"]
-    assert summary["stale_check_refused_with"] == ["stale"]
-    assert summary["ledger_ok"] is True
-    assert summary["ledger_events"] == summary["files"] + 3
-    assert summary["manifest_reread_matches"] is True
-    run_json = "llm_chess/gpt-oss-20b-low_2025-08-12-15-06-46/_run.json"
-    assert summary["input_digests"][run_json] == (
-        "sha256:cfc0e9a3ee7093a01a5b2fc01c74a18fa36c5d70c4c88ebf5bd232a220af4e11"
-    )
-    again = demo_stage(tmp_path, True)
-    assert again["frozen"] == summary["frozen"]
-    assert again["ledger_events"] == 2 * summary["ledger_events"]
 
 
 def test_ref_move_get_and_expect(tmp_path: Path) -> None:

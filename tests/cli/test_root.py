@@ -33,3 +33,17 @@ def test_unknown_command_is_usage_error() -> None:
     """An unknown subcommand exits with the usage code 2."""
     result = CliRunner().invoke(app, ["no-such-command"])
     assert result.exit_code == 2
+
+
+def test_group_help_texts_say_what_each_group_holds() -> None:
+    """Every command group's help is a real description, not a placeholder."""
+    from typer.testing import CliRunner
+
+    from rungbench.cli import app
+
+    for group, word in (("causal", "oracle"), ("chess", "census"), ("evidence", "ledger"),
+                        ("design", "audit"), ("stats", "")):
+        result = CliRunner().invoke(app, [group, "--help"])
+        assert result.exit_code == 0
+        assert f"{group} commands." not in result.stdout
+        assert word in result.stdout.lower()

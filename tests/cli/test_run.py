@@ -16,18 +16,12 @@ from rungbench.agents.protocol import Agent, Request, Response
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import score_run
 from rungbench.chess.studies.move_choice import fen_schedule
-from rungbench.cli.run import (
-    build_agent,
-    build_schedule,
-    demo_stage,
-    parse_params,
-    run,
-    start_or_resume,
-)
+from rungbench.cli.run import run
 from rungbench.errors import InputError, Refusal
 from rungbench.evidence.paths import shared_data_dir
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import verify_run
+from rungbench.jobs.runs import build_agent, build_schedule, parse_params, start_or_resume
 
 PUZZLES = shared_data_dir() / "lichess_puzzles" / "puzzles.csv"
 KAGGLE = shared_data_dir() / "kaggle_chess_positions" / "filtered_chess_positions.jsonl"
@@ -165,15 +159,6 @@ def test_command_runs_and_prints_one_json_document(tmp_path: Path) -> None:
     assert verify_run(Path(summary["run_dir"])).ok
 
 
-def test_demo_stage_resumes_without_resending(tmp_path: Path) -> None:
-    """The demo's resume finishes every cell, re-sends nothing, and writes no key."""
-    result = demo_stage(tmp_path, as_json=True)
-    assert result["every_cell_one_final"] and result["cells"] == 12
-    assert result["completed_cells_resent"] == 0 and result["api_key_in_files"] == 0
-    assert result["session1_finalized"] + result["session2_finalized"] == 12
-    assert result["outcomes"]["malformed"] == 1 and result["outcomes"]["refusal"] == 1
-
-
 def test_cli_import_leaves_the_sdk_and_the_domains_unloaded() -> None:
     """Importing the CLI (``rungbench --version``) loads neither openai nor the causal library."""
     import subprocess
@@ -196,7 +181,7 @@ def test_default_key_variable_matches_the_provider() -> None:
 
     from rungbench.agents import openai_provider
 
-    run_module = importlib.import_module("rungbench.cli.run")  # the package re-exports `run`
+    run_module = importlib.import_module("rungbench.jobs.runs")
     assert run_module.DEFAULT_API_KEY_ENV == openai_provider.DEFAULT_API_KEY_ENV
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from rungbench.cli import app
-from rungbench.cli.stats import demo_stage
 
 
 def _json(args: list[str]) -> dict[str, Any]:
@@ -90,10 +88,3 @@ def test_seeds_command_reports_all_matches() -> None:
     """`stats seeds --json` lists the nine seed figures, all matching."""
     doc = _json(["seeds"])
     assert len(doc) == 9 and all(f["match"] for f in doc.values())
-
-
-def test_demo_stage_returns_seed_figures(tmp_path: Path) -> None:
-    """demo_stage recomputes every seed figure and reports 9/9 matched."""
-    summary = demo_stage(tmp_path, True)
-    assert (summary["matched"], summary["total"], summary["all_match"]) == (9, 9, True)
-    json.dumps(summary, allow_nan=False)

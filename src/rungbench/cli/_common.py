@@ -30,6 +30,17 @@ T = TypeVar("T")
 JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
 
 
+def choice(values: tuple[str, ...]) -> Callable[[str], str]:
+    """A Typer option callback that makes any value outside ``values`` a usage error (exit 2)."""
+
+    def check(value: str) -> str:
+        if value not in values:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(values)}")
+        return value
+
+    return check
+
+
 def emit_json(document: Any) -> None:
     """Print one JSON document on stdout (sorted keys, stable for diffing)."""
     sys.stdout.write(json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")

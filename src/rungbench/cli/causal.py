@@ -8,23 +8,24 @@ code is 0 only when every check passes.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json, run
-from rungbench.errors import RungbenchError
 
 if TYPE_CHECKING:  # the oracle stack (networkx) is imported only when a command runs
     from rungbench.causal.checks.validate import ValidationReport
 
-app = typer.Typer(help="causal commands.", no_args_is_help=True)
+app = typer.Typer(
+    help="Causal reasoning (seed 003): validate the exact oracle; build, run, score, audit the "
+    "benchmark.",
+    no_args_is_help=True,
+)
 
 
-def _report_table(report: ValidationReport) -> Table:
+def report_table(report: ValidationReport) -> Table:
     table = Table(title=f"causal oracle validation ({report.seconds:.2f} s)")
     table.add_column("check", style="bold")
     table.add_column("method")
@@ -36,7 +37,7 @@ def _report_table(report: ValidationReport) -> Table:
     return table
 
 
-def _verdict_line(report: ValidationReport) -> str:
+def verdict_line(report: ValidationReport) -> str:
     return "ALL PASS" if report.all_pass else "FAILED: " + "; ".join(report.failures)
 
 
@@ -60,23 +61,7 @@ def validate(
     if as_json:
         emit_json(report.to_json())
     else:
-        console.print(_report_table(report))
-        console.print(_verdict_line(report), highlight=False)
+        console.print(report_table(report))
+        console.print(verdict_line(report), highlight=False)
     if not report.all_pass:
         raise typer.Exit(EXIT_ERROR)
-
-
-def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
-    """Run the full validation (≈ 2–3 s); write it to ``causal_validation.json``.
-
-    Raises RungbenchError when a check fails.
-    """
-    report = _validate(200_000, 3, as_json)
-    out = workdir / "causal_validation.json"
-    out.write_text(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
-    if not as_json:
-        console.print(_report_table(report))
-        console.print(_verdict_line(report), highlight=False)
-    if not report.all_pass:
-        raise RungbenchError("causal validation failed: " + "; ".join(report.failures))
-    return {"validation": report.to_json(), "written": str(out)}

@@ -7,7 +7,6 @@ The causal library loads inside each command, so that ``rungbench --help`` stays
 from __future__ import annotations
 
 import pathlib
-import time
 from typing import Annotated, Any
 
 import typer
@@ -187,45 +186,3 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
     app.command("audit")(audit_command)
     app.command("scorer-agreement")(agreement_command)
-
-
-def demo_stage(workdir: pathlib.Path, as_json: bool) -> dict[str, Any]:
-    """Build a small dev split, evaluate the oracle and the rung-1 reference agent, report."""
-    from rungbench.causal.bench.audit import audit_bench
-    from rungbench.causal.bench.build import build_split
-    from rungbench.causal.bench.evaluate import evaluate
-    from rungbench.causal.bench.report import build_report
-
-    start = time.perf_counter()
-    bench = workdir / "causal_bench"
-    built = build_split("dev", 26, 20261003, bench)
-    oracle = evaluate(bench, "reference:oracle", workdir / "run_oracle")
-    rung1 = evaluate(bench, "reference:rung1", workdir / "run_rung1")
-    report = build_report(workdir / "run_rung1", workdir / "run_oracle")
-    audits = audit_bench(bench)
-    summary = {
-        "worlds": built["n_worlds"], "cases": built["n_cases"],
-        "leak_scan_ok": built["leak_scan"]["ok"],
-        "oracle_accuracy": report_accuracy(oracle),
-        "rung1_accuracy": report_accuracy(rung1),
-        "rung1_signature": rung1.get("signature"),
-        "rung1_minus_oracle": report["paired"]["delta"],
-        "listing_order_after": audits["listing_order"]["after"]["rate"],
-        "skin_pairs_mismatched": audits["skin_structure"]["mismatched"],
-        "seconds": round(time.perf_counter() - start, 2),
-    }
-    if not as_json:
-        console.print(
-            f"[bold]causal bench[/]: {summary['cases']} cases from {summary['worlds']} dev worlds; "
-            f"oracle {summary['oracle_accuracy']:.3f}, rung-1 answerer "
-            f"{summary['rung1_accuracy']:.3f} (signature label on "
-            f"{rung1['signature']['hits']}/{rung1['signature']['failed']} failures); "
-            f"listing-order agreement {summary['listing_order_after']:.3f}."
-        )
-    return summary
-
-
-def report_accuracy(summary: dict[str, Any]) -> float:
-    """Share of right outcomes in an evaluation summary."""
-    o = summary["outcomes"]
-    return float((o["correct"] + o["correct_non_id"]) / summary["n"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,12 @@ from rungbench.chess.labels.pool import PoolConfig, PoolSource, bundled_data_dir
 from rungbench.chess.labels.qualify import DEFAULT_COHORTS, preflight, qualify
 from rungbench.chess.workspace import Workspace
 from rungbench.cli._common import JSON_OPTION, console, emit_json, progress_bar, run
-from rungbench.errors import Refusal
 
-app = typer.Typer(help="chess commands.", no_args_is_help=True)
+app = typer.Typer(
+    help="Chess (seeds 000-002): A104 transcript census, recorded games, engine-blind pool, "
+    "leakage gate, two-pass labels.",
+    no_args_is_help=True,
+)
 pool_app = typer.Typer(help="The engine-blind position pool.", no_args_is_help=True)
 cohort_app = typer.Typer(help="Frozen game cohorts for the leakage gate.", no_args_is_help=True)
 label_app = typer.Typer(help="Two-pass fixed-node Stockfish labelling.", no_args_is_help=True)
@@ -127,54 +129,3 @@ def label_run(
         emit_json(summary)
     else:
         _show("label stage published", {**summary, **summary["labels"]})
-
-
-def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
-    """Freeze a small pool, show the leakage gate refuse then qualify, label and publish."""
-    data = bundled_data_dir()
-    ws = Workspace(workdir / "chess-label")
-    shutil.rmtree(ws.root, ignore_errors=True)
-    pool = freeze_pool(ws, [
-        PoolSource("lichess_puzzles", data / "lichess_puzzles" / "puzzles.csv", 6),
-        PoolSource("pgn_jsonl", data / "kaggle_chess_positions" / "filtered_chess_positions.jsonl",
-                   6),
-    ], PoolConfig(splits=(("dev", 1), ("test", 1)), reserve=0))
-    llm = data / "llm_chess"
-    freeze_cohort(ws, "pilot", sorted((llm / "gpt-oss-20b-low_2025-08-12-15-06-46")
-                                      .glob("2025*.json")), terminal=True)
-    try:
-        preflight(ws, DEFAULT_COHORTS)
-        raise AssertionError("preflight passed without the replication cohort")
-    except Refusal as refusal:
-        refused = list(refusal.codes)
-    freeze_cohort(ws, "replication", [llm / "gpt-35-turbo-0301_2025-01-22" / "output.txt"],
-                  terminal=True)
-    qualification = qualify(ws, DEFAULT_COHORTS)
-    cleared = preflight(ws, DEFAULT_COHORTS)
-    config = LabelConfig(engine=EngineConfig(nodes=5_000), workers=1)
-    # The demo shares its host with other work; the threshold is relaxed and recorded.
-    gate = IdleGate(max_load=max(default_max_load(), 64.0))
-    result = run_label_stage(ws, config, gate)
-    summary = {
-        "pool_positions": pool["positions"], "pool": pool["digest"],
-        "refused_without_cohort": refused, "qualification": qualification["qualification"],
-        "preflight_cleared": cleared["cleared"], "nodes": config.engine.nodes,
-        "idle_max_load": gate.max_load,
-        "manifest": result["manifest"], "labelled": result["labelled"],
-        "excluded": result["excluded"], "labels": result["labels"],
-        "exclusions": {k: v for k, v in result["exclusions"].items() if v},
-        "stage": result["stage"],
-        "cells": {cell: {k: v for k, v in counts.items() if v}
-                  for cell, counts in result["flow_report"]["cells"].items()},
-    }
-    if not as_json:
-        console.print(f"pool: {pool['positions']} positions frozen ({pool['digest'][:19]}…)")
-        console.print(f"preflight without the replication cohort refused: {refused}")
-        console.print("qualified against pilot + replication; "
-                      f"preflight cleared={cleared['cleared']}")
-        console.print(f"labelled {result['labelled']}, excluded {result['excluded']} "
-                      f"at {config.engine.nodes} nodes; classes {result['labels']}")
-        console.print(f"manifest {result['manifest']}")
-        for cell, counts in summary["cells"].items():
-            console.print(f"  {cell}: {counts}")
-    return summary

@@ -8,34 +8,26 @@ reliability failures retried in the identical request under ``--max-attempts``).
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from rungbench.chess.transcripts.dispatch import VERSIONS, version
-from rungbench.cli._common import JSON_OPTION, console, emit_json, progress_bar, run
-from rungbench.cli.run import DEFAULT_API_KEY_ENV, PARAM_OPTION
-from rungbench.errors import InputError
+from rungbench.chess.transcripts.dispatch import VERSIONS
+from rungbench.cli._common import JSON_OPTION, choice, console, emit_json, progress_bar, run
+from rungbench.cli.run import PARAM_OPTION
+from rungbench.jobs.play import COLOURS, OPPONENTS
+from rungbench.jobs.runs import DEFAULT_API_KEY_ENV
 
 if TYPE_CHECKING:  # census and harness load only when a command runs (fast start-up)
-    from rungbench.agents.protocol import Agent
-    from rungbench.chess.transcripts.harness import Opponent
+    pass
 
 def llm_chess_data() -> Path:
     """Return the bundled public LLM Chess logs: ``data/llm_chess`` under the data dir."""
     from rungbench.evidence.paths import shared_data_dir
 
     return shared_data_dir() / "llm_chess"
-
-DEMO_SCRIPT = (("board", "move"), ("list", "move"), ("junk", "move"), ("board", "list", "move"),
-               ("illegal", "toolcall", "move"), ("think",), ("reflect", "junk", "move"))
-"""The reference script of the demo and of ``play``: every row of the census is exercised."""
-
 
 def register(app: typer.Typer) -> None:
     """Add ``census`` and ``play`` to the ``rungbench chess`` app."""
@@ -64,12 +56,13 @@ AGENT_HELP = "reference:NAME (scripted, random or engine); default reference:scr
 
 def play_cmd(
     out: Annotated[Path, typer.Argument(help="Folder to write the native corpus into.")],
-    games: int = typer.Option(10, help="Games to play."),
+    games: int = typer.Option(10, min=1, help="Games to play."),
     seed: int = typer.Option(0, help="Seed of the opponent and of the reference agent."),
-    colour: str = typer.Option("black", help="Colour of the agent: white or black."),
-    opponent: str = typer.Option("random", help="random, or stockfish (fixed node budget)."),
-    nodes: int = typer.Option(1000, help="Engine node budget per move."),
-    max_plies: int = typer.Option(80, help="Half-moves after which a game stops."),
+    colour: str = typer.Option("black", callback=choice(COLOURS), help="white or black."),
+    opponent: str = typer.Option("random", callback=choice(OPPONENTS),
+                                 help="random, or stockfish (fixed node budget)."),
+    nodes: int = typer.Option(1000, min=1, help="Engine node budget per move."),
+    max_plies: int = typer.Option(80, min=1, help="Half-moves after which a game stops."),
     dispatcher: str = typer.Option("llmchess-2025-08", help=f"One of {sorted(VERSIONS)}."),
     force: bool = typer.Option(False, "--force", help="Replace a corpus already in OUT."),
     agent: str | None = typer.Option(None, "--agent", help=AGENT_HELP),
@@ -89,28 +82,17 @@ def play_cmd(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Play games with a reference agent or a real model and write a native corpus."""
-    from rungbench.agents.protocol import close_agent
-    from rungbench.chess.transcripts.harness import HarnessConfig, play_corpus
+    from rungbench.jobs.play import ModelOptions, PlayOptions, play_games
+
+    options = PlayOptions(games=games, seed=seed, colour=colour, opponent=opponent, nodes=nodes,
+                          max_plies=max_plies, dispatcher=dispatcher)
+    model_options = ModelOptions(base_url=base_url, api_key_env=api_key_env, timeout_s=timeout,
+                                 params=tuple(param), max_attempts=max_attempts, backoff=backoff)
 
     def action() -> dict[str, Any]:
-        if (out / "manifest.json").exists() and not force:
-            raise InputError("already holds a corpus (manifest.json); pass --force to replace "
-                             "it", path=str(out))
-        cfg = HarnessConfig(dispatcher=version(dispatcher),
-                            agent_colour="white" if colour == "white" else "black",
-                            max_plies=max_plies)
-        player = _game_agent(agent, model, base_url=base_url, api_key_env=api_key_env,
-                             timeout_s=timeout, params=param, max_attempts=max_attempts,
-                             backoff=backoff, seed=seed, nodes=nodes)
-        try:
-            with (_opponent(opponent, seed, nodes) as opp,
-                  progress_bar("playing", quiet=as_json, total=games) as tick):
-                manifest = play_corpus(out, player, opp, cfg, games=games, progress=tick)
-        finally:
-            close_agent(player)
-        retried = getattr(player, "retried", None)
-        return {**manifest, "agent": player.name,
-                "reliability_retries": dict(retried) if retried is not None else None}
+        with progress_bar("playing", quiet=as_json, total=games) as tick:
+            return play_games(out, agent=agent, model=model, options=options,
+                              model_options=model_options, force=force, progress=tick)
 
     manifest = run(action, as_json=as_json)
     files: dict[str, Any] = {f["path"]: {"digest": f["digest"], "lines": f["lines"]}
@@ -125,38 +107,6 @@ def play_cmd(
             console.print(f"{name}: {info['lines']} lines, {info['digest']}")
         if summary["reliability_retries"]:
             console.print(f"retried reliability failures: {summary['reliability_retries']}")
-
-
-def _game_agent(agent: str | None, model: str | None, *, base_url: str | None,
-                api_key_env: str, timeout_s: float, params: list[str], max_attempts: int,
-                backoff: str, seed: int, nodes: int) -> Agent:
-    """The player named by --agent reference:NAME (default scripted) or --model openai:MODEL."""
-    from rungbench.chess.reference_agents import TASK
-    from rungbench.chess.transcripts.harness import RetryingAgent, reference_game_agent
-    from rungbench.cli.run import build_agent, parse_params, seconds
-    from rungbench.execute.policy import RetryPolicy
-
-    if model is None:
-        kind, _, name = (agent or "reference:scripted").partition(":")
-        if kind != "reference" or not name:
-            raise InputError(f"--agent must be reference:NAME, got {agent!r}", field="agent")
-        return reference_game_agent(name, seed=seed, nodes=nodes, script=DEMO_SCRIPT)
-    provider = build_agent(TASK, agent=agent, model=model, base_url=base_url,
-                           api_key_env=api_key_env, timeout_s=timeout_s,
-                           params=parse_params(params))
-    return RetryingAgent(provider, RetryPolicy(max_attempts=max_attempts,
-                                               backoff_s=seconds(backoff)))
-
-
-@contextlib.contextmanager
-def _opponent(kind: str, seed: int, nodes: int) -> Iterator[Opponent]:
-    from rungbench.chess.transcripts.harness import RandomOpponent, engine_opponent
-
-    if kind == "stockfish":
-        with engine_opponent(nodes=nodes) as engine:
-            yield engine
-    else:
-        yield RandomOpponent(seed)
 
 
 def print_census(doc: dict[str, Any]) -> None:
@@ -185,42 +135,3 @@ def print_census(doc: dict[str, Any]) -> None:
                       f"{rep['checks']} checks, {rep['disagreements']} disagreements")
     console.print(f"[italic]{doc['claim_boundary']}[/]")
     console.print(f"digest {doc['digest']}")
-
-
-def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
-    """Census both bundled LLM Chess runs and a small scripted-agent harness corpus."""
-    from rungbench.chess.transcripts.census import census_path
-    from rungbench.chess.transcripts.harness import (
-        HarnessConfig,
-        RandomOpponent,
-        ScriptedAgent,
-        play_corpus,
-    )
-
-    out: dict[str, Any] = {}
-    for folder in sorted(p for p in llm_chess_data().iterdir() if p.is_dir()):
-        doc = census_path(folder)
-        out[folder.name] = _brief(doc)
-        if not as_json:
-            console.rule(folder.name)
-            print_census(doc)
-    corpus = workdir / "chess_census_harness"
-    shutil.rmtree(corpus, ignore_errors=True)
-    cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=40)
-    play_corpus(corpus, ScriptedAgent(DEMO_SCRIPT, seed=0), RandomOpponent(0), cfg, games=6)
-    doc = census_path(corpus)
-    out["harness"] = _brief(doc)
-    if not as_json:
-        console.rule("harness (scripted agent vs random mover)")
-        print_census(doc)
-    return out
-
-
-def _brief(doc: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "eligible_attempts": doc["counts"]["eligible_attempts"],
-        "transitions": doc["counts"]["same_position_transitions"],
-        "table": {r["prior"]: [r["accepted"], r["transitions"]] for r in doc["transition_table"]},
-        "replay_disagreements": sum(r["disagreements"] for r in doc["replay"]),
-        "digest": doc["digest"],
-    }

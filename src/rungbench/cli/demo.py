@@ -1,48 +1,128 @@
 """``rungbench demo``: run every finished capability as a stage on the bundled data.
 
-Each stage is a function ``(workdir, as_json) -> dict`` that does real work and
-returns a JSON-ready summary. A capability joins the demo when it is finished.
+The stages are :mod:`rungbench.demo`; this module runs them and shows each stage's
+result on a terminal, or prints one JSON document under ``--json``.
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.table import Table
 
-from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json
-from rungbench.errors import RungbenchError
-
-Stage = Callable[[Path, bool], dict[str, Any]]
-
-
-def _stages() -> list[tuple[str, Stage]]:
-    from rungbench.cli.causal import demo_stage as causal_stage
-    from rungbench.cli.causal_bench import demo_stage as causal_bench_stage
-    from rungbench.cli.chess import demo_stage as label_stage
-    from rungbench.cli.chess_census import demo_stage as census_stage
-    from rungbench.cli.design import demo_stage as design_stage
-    from rungbench.cli.evidence import demo_stage as evidence_stage
-    from rungbench.cli.run import demo_stage as run_stage
-    from rungbench.cli.stats import demo_stage as stats_stage
-
-    return [
-        ("evidence store, freeze/check, ledger (evidence)", evidence_stage),
-        ("seed figures (stats)", stats_stage),
-        ("causal oracle validation (causal)", causal_stage),
-        ("causal benchmark build, eval, report (causal)", causal_bench_stage),
-        ("LLM Chess replay and A104 census (chess)", census_stage),
-        ("engine-blind pool, leakage gate, two-pass Stockfish labels (chess)", label_stage),
-        ("A105 byte-matched panels and E023 counterbalanced orders (design)", design_stage),
-        ("resumable runner through the real openai client on loopback (execute)", run_stage),
-    ]
-
+from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json, run
+from rungbench.demo import Stage, StageOutcome, StageResult, demo_document, run_demo
+from rungbench.errors import InputError
 
 WORKDIR_OPTION = typer.Option(None, help="Where stage outputs go (default: a temp dir).")
+
+
+def _evidence(result: StageResult) -> None:
+    summary = result.summary
+    table = Table(title="evidence", show_header=False)
+    for key in ("files", "digests_matching_sources_md", "objects", "bad_objects", "frozen",
+                "stale_check_refused_with", "ledger_events", "ledger_ok", "manifest",
+                "manifest_reread_matches"):
+        table.add_row(key, str(summary[key]))
+    console.print(table)
+    if sys.stdout.isatty():
+        for name, found in summary["input_digests"].items():
+            console.print(f"  {found}  {name}", highlight=False, soft_wrap=True)
+
+
+def _stats(result: StageResult) -> None:
+    from rungbench.cli.stats import figure_table
+
+    console.print(figure_table(result.detail))
+
+
+def _validation(result: StageResult) -> None:
+    from rungbench.cli.causal import report_table, verdict_line
+
+    console.print(report_table(result.detail))
+    console.print(verdict_line(result.detail), highlight=False)
+
+
+def _causal_bench(result: StageResult) -> None:
+    s = result.summary
+    console.print(
+        f"[bold]causal bench[/]: {s['cases']} cases from {s['worlds']} dev worlds; "
+        f"oracle {s['oracle_accuracy']:.3f}, rung-1 answerer {s['rung1_accuracy']:.3f} "
+        f"(signature label on {s['rung1_signature']['hits']}/{s['rung1_signature']['failed']} "
+        f"failures); listing-order agreement {s['listing_order_after']:.3f}."
+    )
+
+
+def _census(result: StageResult) -> None:
+    from rungbench.cli.chess_census import print_census
+
+    for name, doc in result.detail.items():
+        console.rule("harness (scripted agent vs random mover)" if name == "harness" else name)
+        print_census(doc)
+
+
+def _labels(result: StageResult) -> None:
+    s = result.summary
+    console.print(f"pool: {s['pool_positions']} positions frozen ({s['pool'][:19]}…)")
+    console.print("preflight without the replication cohort refused: "
+                  f"{s['refused_without_cohort']}")
+    console.print("qualified against pilot + replication; "
+                  f"preflight cleared={s['preflight_cleared']}")
+    console.print(f"labelled {s['labelled']}, excluded {s['excluded']} at {s['nodes']} nodes; "
+                  f"classes {s['labels']}")
+    console.print(f"manifest {s['manifest']}")
+    for cell, counts in s["cells"].items():
+        console.print(f"  {cell}: {counts}")
+
+
+def _designs(result: StageResult) -> None:
+    from rungbench.cli.design import print_report
+
+    for report in result.detail:
+        print_report(report)
+
+
+def _runner(result: StageResult) -> None:
+    from rungbench.cli.run import print_summary
+
+    s = result.summary
+    print_summary(result.detail)
+    console.print(
+        f"session 1 finalized {s['session1_finalized']} cells; resume finalized "
+        f"{s['session2_finalized']}; completed cells re-sent: {s['completed_cells_resent']}; "
+        f"key found in files: {s['api_key_in_files']}"
+    )
+
+
+VIEWS: dict[str, Callable[[StageResult], None]] = {
+    "evidence": _evidence, "stats": _stats, "causal_validation": _validation,
+    "causal_bench": _causal_bench, "census": _census, "labels": _labels, "designs": _designs,
+    "runner": _runner,
+}
+"""How each stage's result is shown on a terminal, by stage key."""
+
+
+def _start(stage: Stage) -> None:
+    console.rule(f"[bold]{stage.title}")
+
+
+def _done(outcome: StageOutcome) -> None:
+    if outcome.result is not None:
+        VIEWS[outcome.stage.key](outcome.result)
+    if outcome.error is not None:
+        console.print(f"[bold red]stage failed[/] {outcome.error}")
+
+
+def _workdir(workdir: Path | None) -> Path:
+    base = workdir or Path(tempfile.mkdtemp(prefix="rungbench-demo-"))
+    if base.exists() and not base.is_dir():
+        raise InputError("--workdir is not a directory", path=str(base))
+    return base
 
 
 def demo(
@@ -50,27 +130,15 @@ def demo(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run the main job, as far as it is built, on the bundled data."""
-    base = workdir or Path(tempfile.mkdtemp(prefix="rungbench-demo-"))
-    base.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {}
-    failed = False
-    for name, stage in _stages():
-        if not as_json:
-            console.rule(f"[bold]{name}")
-        start = time.perf_counter()
-        try:
-            summary = stage(base, as_json)
-            seconds = round(time.perf_counter() - start, 3)
-            results[name] = {"ok": True, "seconds": seconds, **summary}
-        except RungbenchError as exc:
-            failed = True
-            results[name] = {"ok": False, "error": str(exc)}
-            if not as_json:
-                console.print(f"[bold red]stage failed[/] {exc}")
+    base = run(lambda: _workdir(workdir), as_json=as_json)
+    outcomes = run_demo(base, on_start=None if as_json else _start,
+                        on_done=None if as_json else _done)
+    document: dict[str, Any] = demo_document(base, outcomes)
     if as_json:
-        emit_json({"workdir": str(base), "stages": results, "ok": not failed})
+        emit_json(document)
     else:
         console.rule()
-        console.print(f"demo outputs in {base}; {'FAILED' if failed else 'all stages ok'}")
-    if failed:
+        console.print(f"demo outputs in {base}; "
+                      f"{'all stages ok' if document['ok'] else 'FAILED'}")
+    if not document["ok"]:
         raise typer.Exit(EXIT_ERROR)

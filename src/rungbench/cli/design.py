@@ -8,38 +8,20 @@ check fails. Under ``--json`` each prints exactly one JSON document.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
 
 from rungbench.cli._common import JSON_OPTION, console, emit_json, run
-from rungbench.design.audit import AuditReport, order_audit
-from rungbench.design.presets import arms_design, factorial_design
-from rungbench.design.registry import load_design, load_design_file, registered_names
-from rungbench.errors import InputError, RungbenchError
-from rungbench.evidence.canonical import canonical_bytes
+from rungbench.design.audit import AuditReport
+from rungbench.design.registry import load_design, registered_names
+from rungbench.jobs.designs import audit_design
 
 app = typer.Typer(help="Registered designs: digests and outcome-blind audits.",
                   no_args_is_help=True)
 
-AUDITS = ("a105", "e023")
 FILE_OPTION = typer.Option(
     None, "--file", help="Audit this TOML preset instead of the registered one.")
-
-
-def audit_design(name: str, path: Path | None = None) -> AuditReport:
-    """Run the audit of design ``name`` (``a105`` or ``e023``), optionally on the preset
-    in ``path`` instead of the registered one."""
-    reg = load_design_file(path) if path is not None else None
-    if name == "a105":
-        from rungbench.chess.studies.panels import a105_audit  # the A105 panels are chess-specific
-
-        return a105_audit(factorial_design(reg))
-    if name == "e023":
-        return order_audit(arms_design(reg))
-    raise InputError(f"no audit for design {name!r}; audits: {', '.join(AUDITS)}",
-                     field="design")
 
 
 @app.command("list")
@@ -100,26 +82,3 @@ def print_report(report: AuditReport) -> None:
 def _fmt(value: float) -> str:
     value = float(value) + 0.0  # prints a rounded −0.0 as 0
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
-
-
-def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
-    """Run the A105 and E023 audits on the bundled puzzles; write both reports as JSON.
-
-    Raises RungbenchError when an exact-balance property or recovery check fails.
-    """
-    out = workdir / "design"
-    out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {}
-    for name in AUDITS:
-        report = audit_design(name)
-        if not as_json:
-            print_report(report)
-        document = report.to_json()
-        (out / f"{name}_audit.json").write_bytes(canonical_bytes(document))
-        figures = {f.key: {"ours": f.ours, "seed": f.seed} for f in report.figures}
-        summary[name] = {"ok": report.ok, "digest": report.digest, "failed": report.failed(),
-                         "checks": len(report.checks), "figures": figures,
-                         "report": str(out / f"{name}_audit.json")}
-        if not report.ok:
-            raise RungbenchError(f"{name} audit failed: {', '.join(report.failed())}")
-    return summary

@@ -6,14 +6,10 @@ table, or one JSON document under ``--json``. Bad input exits 1 with one line.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import typer
 from rich.table import Table
 
 from rungbench.cli._common import JSON_OPTION, console, emit_json, run
-from rungbench.errors import RungbenchError
 from rungbench.stats.intervals import binomial_intervals
 from rungbench.stats.power import mcnemar_sample_size, mde
 from rungbench.stats.seeds import SeedFigure, seed_figure_list
@@ -105,7 +101,7 @@ def mcnemar_n(
     ]))
 
 
-def _figure_table(figures: list[SeedFigure]) -> Table:
+def figure_table(figures: list[SeedFigure]) -> Table:
     table = Table(title="seed figures: seed value vs computed")
     for column in ("seed", "quantity", "seed value", "computed", "match"):
         table.add_column(column, justify="left" if column in ("seed", "quantity") else "right")
@@ -122,27 +118,6 @@ def seeds(as_json: bool = JSON_OPTION) -> None:
     if as_json:
         emit_json({f.key: f.to_json() for f in figures})
     else:
-        console.print(_figure_table(figures))
+        console.print(figure_table(figures))
     if not all(f.match for f in figures):
         raise typer.Exit(1)
-
-
-def demo_stage(workdir: Path, as_json: bool) -> dict[str, Any]:
-    """Recompute the seeds' statistical figures; print them as a table unless ``as_json``.
-
-    Raises RungbenchError when any figure fails to reproduce at the seed's precision.
-    """
-    del workdir  # pure computation: nothing to write
-    figures = seed_figure_list()
-    if not as_json:
-        console.print(_figure_table(figures))
-    mismatched = [f"{f.key}: printed {f.printed:g}, computed {f.computed:.6g}"
-                  for f in figures if not f.match]
-    if mismatched:
-        raise RungbenchError("seed figures not reproduced: " + "; ".join(mismatched))
-    return {
-        "figures": {f.key: f.to_json() for f in figures},
-        "matched": sum(f.match for f in figures),
-        "total": len(figures),
-        "all_match": all(f.match for f in figures),
-    }

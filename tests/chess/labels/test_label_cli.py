@@ -8,7 +8,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from rungbench.cli.chess import app, demo_stage
+from rungbench.cli.chess import app
 
 RUNNER = CliRunner()
 
@@ -49,16 +49,6 @@ def test_bad_input_exits_1_with_one_json_document(tmp_path: Path) -> None:
     code, doc = invoke("pool", "freeze", "--work", str(tmp_path),
                        "--puzzles", str(tmp_path / "none.csv"))
     assert code == 1 and doc["error"] == "input_error" and "none.csv" in doc["message"]
-
-
-def test_demo_stage_labels_and_publishes(tmp_path: Path) -> None:
-    """The demo refuses without the replication cohort, then qualifies, labels and publishes."""
-    summary = demo_stage(tmp_path, True)
-    assert "cohort_absent" in summary["refused_without_cohort"]
-    assert summary["preflight_cleared"] is True
-    assert summary["labelled"] + summary["excluded"] == summary["pool_positions"]
-    assert summary["manifest"].startswith("sha256:")
-    assert Path(summary["stage"], "manifest.json").is_file()
 
 
 def test_label_run_refuses_with_exit_3_before_any_engine(tmp_path: Path) -> None:

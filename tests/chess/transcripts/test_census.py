@@ -299,19 +299,6 @@ def test_cli_play_never_overwrites_a_corpus(tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in folder.iterdir()} != before
 
 
-def test_demo_stage_censuses_both_runs_and_a_harness_corpus(tmp_path: Path) -> None:
-    """demo_stage reports both public runs (41 and 165 eligible replies, no replay
-    disagreement) and a scripted harness corpus, JSON-ready."""
-    from rungbench.cli.chess_census import demo_stage
-
-    summary = demo_stage(tmp_path, True)
-    assert summary[AUG.name]["eligible_attempts"] == 41
-    assert summary[JAN.name]["eligible_attempts"] == 165
-    assert all(v["replay_disagreements"] == 0 for v in summary.values())
-    assert summary["harness"]["table"]["legal_list_query"][0] > 0
-    json.dumps(summary, allow_nan=False)
-
-
 SCRIPT_REJECTED = (("board", "move"), ("list", "move"), ("junk", "illegal", "move"),
                    ("board", "list", "move"))
 

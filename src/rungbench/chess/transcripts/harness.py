@@ -167,6 +167,12 @@ def _illegal_move(legal: list[str]) -> str:
     raise AssertionError("every rook-line move is legal")  # pragma: no cover
 
 
+REFERENCE_SCRIPT = (("board", "move"), ("list", "move"), ("junk", "move"),
+                    ("board", "list", "move"), ("illegal", "toolcall", "move"), ("think",),
+                    ("reflect", "junk", "move"))
+"""The scripted reference agent's script (demo and ``chess play``): it exercises every row
+of the A104 census."""
+
 GAME_REFERENCE_AGENTS = ("scripted", "random", "engine")
 """Reference agents that can play a game: they need only the position (``metadata.fen``)."""
 

@@ -1,0 +1,131 @@
+"""The main job, as far as it is built: every finished capability as a stage on the bundled data.
+
+A :class:`Stage` is a function ``workdir -> StageResult`` that does real work and
+returns a JSON-ready summary, plus the full result it computed (``detail``) for a
+front end to show. A stage whose checks fail says so in ``failure``; one that cannot run
+raises a :class:`~rungbench.errors.RungbenchError`. :func:`run_demo` runs them in order
+and never stops at a failed stage. ``demo`` sits above every domain and below ``cli``.
+A capability joins the demo when it is finished.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rungbench.errors import RungbenchError
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What one stage produced."""
+
+    summary: dict[str, Any]
+    """JSON-ready figures of the stage (what ``rungbench demo --json`` prints)."""
+    detail: Any = None
+    """The full result behind the summary (a report, a table's rows), for display."""
+    failure: str | None = None
+    """Why the stage's own checks failed; None when they passed."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One registered stage of the demo."""
+
+    key: str
+    """Short stable name (``evidence``, ``labels``, …)."""
+    title: str
+    """Human title, naming the layer it exercises."""
+    module: str
+    """Module under :mod:`rungbench.demo` whose ``run(workdir)`` performs it (loaded lazily)."""
+
+    def run(self, workdir: Path) -> StageResult:
+        """Run the stage in ``workdir``."""
+        function: Callable[[Path], StageResult] = importlib.import_module(
+            f"rungbench.demo.{self.module}"
+        ).run
+        return function(workdir)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("evidence", "evidence store, freeze/check, ledger (evidence)", "evidence"),
+    Stage("stats", "seed figures (stats)", "stats"),
+    Stage("causal_validation", "causal oracle validation (causal)", "causal_validation"),
+    Stage("causal_bench", "causal benchmark build, eval, report (causal)", "causal_bench"),
+    Stage("census", "LLM Chess replay and A104 census (chess)", "census"),
+    Stage("labels", "engine-blind pool, leakage gate, two-pass Stockfish labels (chess)",
+          "labels"),
+    Stage("designs", "A105 byte-matched panels and E023 counterbalanced orders (design)",
+          "designs"),
+    Stage("runner", "resumable runner through the real openai client on loopback (execute)",
+          "runner"),
+)
+"""The stages in the order they run."""
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    """A stage's result as the demo records it."""
+
+    stage: Stage
+    """Which stage."""
+    result: StageResult | None
+    """What it produced; None when it raised."""
+    error: str | None
+    """The failure (its own checks) or the error it raised; None when it passed."""
+    seconds: float
+    """Wall time."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the stage ran and its checks passed."""
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stage's entry in the demo document."""
+        if self.result is not None and self.error is None:
+            return {"ok": True, "seconds": self.seconds, **self.result.summary}
+        return {"ok": False, "error": self.error}
+
+
+Hook = Callable[[Stage], None]
+DoneHook = Callable[[StageOutcome], None]
+
+
+def run_demo(
+    workdir: Path, *, on_start: Hook | None = None, on_done: DoneHook | None = None,
+    stages: tuple[Stage, ...] = STAGES,
+) -> list[StageOutcome]:
+    """Run every stage in ``workdir`` (created if missing); return their outcomes in order."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    outcomes: list[StageOutcome] = []
+    for stage in stages:
+        if on_start is not None:
+            on_start(stage)
+        outcome = _run_one(stage, workdir)
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+    return outcomes
+
+
+def _run_one(stage: Stage, workdir: Path) -> StageOutcome:
+    start = time.perf_counter()
+    try:
+        result = stage.run(workdir)
+    except RungbenchError as exc:
+        return StageOutcome(stage, None, str(exc), round(time.perf_counter() - start, 3))
+    return StageOutcome(stage, result, result.failure, round(time.perf_counter() - start, 3))
+
+
+def demo_document(workdir: Path, outcomes: list[StageOutcome]) -> dict[str, Any]:
+    """The one JSON document of ``rungbench demo --json``."""
+    return {
+        "workdir": str(workdir),
+        "stages": {o.stage.title: o.to_json() for o in outcomes},
+        "ok": all(o.ok for o in outcomes),
+    }
