@@ -14,6 +14,7 @@ app = typer.Typer(
     help="Evaluate LLM agents by controlled intervention rather than by score alone.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
 app.add_typer(evidence.app, name="evidence")
 app.add_typer(design.app, name="design")
@@ -42,5 +43,24 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: no traceback ever reaches the user."""
+    import sys
+
+    import click
+
+    from rungbench.cli._common import fail, internal_error, os_error
+
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(130) from None
+    except OSError as exc:
+        try:
+            fail(os_error(exc), as_json="--json" in sys.argv)
+        except click.exceptions.Exit as done:
+            raise SystemExit(done.exit_code) from None
+    except Exception as exc:
+        internal_error(exc, as_json="--json" in sys.argv)

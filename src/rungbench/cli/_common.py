@@ -72,11 +72,39 @@ def fail(exc: RungbenchError, *, as_json: bool) -> NoReturn:
 
 
 def run(action: Callable[[], T], *, as_json: bool) -> T:
-    """Call ``action``; map rungbench errors to their exit codes and messages."""
+    """Call ``action``; map rungbench errors to their exit codes and messages.
+
+    An operating-system error (a missing file, a file where a folder is expected, no
+    permission) becomes one line naming the path, exit 1.
+    """
     try:
         return action()
     except RungbenchError as exc:
         fail(exc, as_json=as_json)
+    except OSError as exc:
+        fail(os_error(exc), as_json=as_json)
+
+
+def os_error(exc: OSError) -> InputError:
+    """The one-line input error for an operating-system error, naming its path."""
+    where = exc.filename if exc.filename is not None else None
+    reason = exc.strerror or type(exc).__name__
+    return InputError(reason.lower() if reason else str(exc), path=None if where is None
+                      else str(where))
+
+
+def internal_error(exc: BaseException, *, as_json: bool) -> NoReturn:
+    """Last resort: report an unexpected exception in one line (never a traceback), exit 1.
+
+    Reaching this is a rungbench bug; the line says so, so that tests can look for it.
+    """
+    message = f"internal error ({type(exc).__name__}): {exc}".strip()
+    if as_json:
+        emit_json({"ok": False, "error": "internal_error", "message": message})
+    else:
+        err_console.print(f"[bold red]error[/] {escape(message)}", highlight=False,
+                          soft_wrap=True)
+    raise SystemExit(EXIT_ERROR)
 
 
 class ProgressTick(Protocol):
