@@ -6,11 +6,13 @@ import typer
 
 from rungbench import __version__
 from rungbench.cli import causal, causal_bench, chess, chess_census, design, evidence, stats
+from rungbench.cli._common import OneLineErrors
 from rungbench.cli.demo import demo
 from rungbench.cli.run import run
 
 app = typer.Typer(
     name="rungbench",
+    cls=OneLineErrors,
     help="Evaluate LLM agents by controlled intervention rather than by score alone.",
     no_args_is_help=True,
     add_completion=False,
@@ -46,8 +48,6 @@ def main() -> None:
     """Console-script entry point: no traceback ever reaches the user."""
     import sys
 
-    import click
-
     from rungbench.cli._common import fail, internal_error, os_error
 
     try:
@@ -60,7 +60,7 @@ def main() -> None:
     except OSError as exc:
         try:
             fail(os_error(exc), as_json="--json" in sys.argv)
-        except click.exceptions.Exit as done:
+        except typer.Exit as done:
             raise SystemExit(done.exit_code) from None
     except Exception as exc:
         internal_error(exc, as_json="--json" in sys.argv)

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer import _click as click  # Typer 0.29 vendors its own copy of click
+from typer.core import TyperGroup
 
 from rungbench.errors import InputError, IntegrityError, Refusal, RungbenchError
 
@@ -105,6 +107,46 @@ def internal_error(exc: BaseException, *, as_json: bool) -> NoReturn:
         err_console.print(f"[bold red]error[/] {escape(message)}", highlight=False,
                           soft_wrap=True)
     raise SystemExit(EXIT_ERROR)
+
+
+class OneLineErrors(TyperGroup):
+    """The root command group: a usage error is one line (or one JSON document), exit 2.
+
+    Click's own report of a bad option spans a usage line, a hint and a boxed message;
+    rungbench's promise is one line naming the option. Help (``--help``, a group with no
+    command) is still printed in full.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        """Run the command; report a usage error in one line and exit with its code."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            _usage_line(exc, as_json="--json" in argv)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            err_console.print("[bold red]error[/] aborted", highlight=False)
+            sys.exit(EXIT_ERROR)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _usage_line(exc: click.ClickException, *, as_json: bool) -> None:
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    if as_json:
+        emit_json({"ok": False, "error": "usage_error", "message": message})
+    else:
+        err_console.print(f"[bold red]usage error[/] {escape(message)}{escape(where)}",
+                          highlight=False, soft_wrap=True)
 
 
 class ProgressTick(Protocol):
