@@ -1,15 +1,18 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
-# Each sets up everything first (virtualenv, package with test extras, Debian's stockfish).
+# Each sets up everything first (virtualenv, package with test extras, Debian's chess engines).
 
 VENV      := .venv
 PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
-STOCKFISH := /usr/games/stockfish
+# Debian packages and the binaries that prove them installed: the labeller (Stockfish) and
+# the different-family evaluators (Ethereal, Toga II) of seed 002.
+ENGINES   := /usr/games/stockfish /usr/games/ethereal-chess /usr/games/toga2
+PACKAGES  := stockfish ethereal-chess toga2
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup stockfish demo test lint bench clean
+.PHONY: setup engines demo test lint bench clean
 
-setup: $(STAMP) stockfish
+setup: $(STAMP) engines
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -17,15 +20,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-stockfish:
-	@if [ -x $(STOCKFISH) ]; then exit 0; fi; \
+engines:
+	@missing=""; for e in $(ENGINES); do [ -x $$e ] || missing="$$missing $$e"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	install="apt-get install -y --no-install-recommends $(PACKAGES)"; \
 	if [ "$$(id -u)" = "0" ]; then \
-		apt-get update && apt-get install -y stockfish; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive $$install; \
 	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
-		sudo apt-get update && sudo apt-get install -y stockfish; \
+		sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive $$install; \
 	else \
-		echo "error: $(STOCKFISH) is missing and this user cannot install it." >&2; \
-		echo "run: sudo apt-get update && sudo apt-get install -y stockfish" >&2; \
+		echo "error:$$missing missing and this user cannot install them." >&2; \
+		echo "run: sudo apt-get update && sudo $$install" >&2; \
 		exit 1; \
 	fi
 
