@@ -33,7 +33,7 @@ def run(seed: int, root: pathlib.Path) -> None:
     _row("figure", "measured", "seed 003 / issue 4")
     for split, n in SIZES.items():
         t0 = time.perf_counter()
-        built = build_split(split, n, seed, root / split)
+        built = build_split(split, n, seed, root / split, force=True)  # regenerate figures
         dt = time.perf_counter() - t0
         _row(f"[{split}] worlds / cases / build seconds",
              f"{n} / {built['n_cases']} / {dt:.1f}", "60 dev, 200 val, 200 test worlds")
@@ -60,7 +60,8 @@ def run(seed: int, root: pathlib.Path) -> None:
         _row(f"[{split}] sort-by-variance, best direction, raw",
              f"{v['sort_by_variance_best_direction_raw']:.3f}", "0.5 = no variance cue")
         for agent in POLICIES:
-            s = evaluate(root / split, f"reference:{agent}", root / f"run_{split}_{agent}")
+            s = evaluate(root / split, f"reference:{agent}", root / f"run_{split}_{agent}",
+                         force=True)
             o = s["outcomes"]
             acc = (o["correct"] + o["correct_non_id"]) / s["n"]
             sig = s.get("signature")

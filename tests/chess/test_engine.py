@@ -135,3 +135,76 @@ def test_bench_record_is_rechecked_not_trusted(tmp_path: Path,
     assert read_json(record) == {"bench_nodes": 3_467_381, "sha256": sha}
     monkeypatch.setattr(engine_module, "_BENCH_MEMO", {})
     assert bench_signature(DEFAULT_ENGINE, sha, ws) == 3_467_381 and len(calls) == 1
+
+
+SILENT_ENGINE = """#!{python}
+import sys
+for line in sys.stdin:
+    cmd = line.strip()
+    if cmd == "uci":
+        print("id name Silent 1")
+        for name in ("Threads", "Hash", "MultiPV"):
+            print(f"option name {{name}} type spin default 1 min 1 max 512")
+        for name in ("UCI_ShowWDL", "UCI_AnalyseMode"):
+            print(f"option name {{name}} type check default false")
+        print("option name Clear Hash type button")
+        print("uciok")
+    elif cmd == "isready":
+        print("readyok")
+    elif cmd == "quit":
+        break
+    sys.stdout.flush()
+"""
+"""A UCI engine that handshakes, then never answers ``go`` (a hung search)."""
+
+HANG_SNIPPET = """
+import sys
+from pathlib import Path
+import chess
+from rungbench.chess import engine as m
+m.SEARCH_TIMEOUT_S = 1.0
+m.COMMAND_TIMEOUT_S = 2.0
+config = m.EngineConfig(path=Path(sys.argv[1]), nodes=1000, hash_mb=16)
+engine = m.start_uci(config)
+try:
+    m.search(engine, chess.Board(), config)
+except m.EngineError as exc:
+    print("ENGINE_ERROR", exc)
+finally:
+    engine.close()
+"""
+
+
+def test_silent_engine_search_times_out_as_engine_error(tmp_path: Path) -> None:
+    """A search the engine never finishes raises EngineError naming the engine within the
+    registered timeout; it never hangs."""
+    import subprocess
+    import sys
+
+    fake = tmp_path / "silent-engine"
+    fake.write_text(SILENT_ENGINE.format(python=sys.executable))
+    fake.chmod(0o755)
+    done = subprocess.run([sys.executable, "-c", HANG_SNIPPET, str(fake)], capture_output=True,
+                          text=True, timeout=30)
+    assert "ENGINE_ERROR" in done.stdout, done.stderr
+    assert str(fake) in done.stdout and "timed out" in done.stdout
+
+
+def test_hash_above_the_engines_maximum_is_refused_before_configure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hash above the maximum the engine declares in its uci handshake is an EngineError
+    naming --hash-mb; no option is sent and the engine process is stopped."""
+    sent: list[object] = []
+    monkeypatch.setattr(chess.engine.SimpleEngine, "configure",
+                        lambda self, options: sent.append(options))
+    with pytest.raises(EngineError, match="--hash-mb") as caught:
+        start_uci(EngineConfig(hash_mb=33_554_433))
+    assert "33554432" in str(caught.value) and sent == []
+
+
+def test_hash_above_physical_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hash within the engine's range but above this host's memory is refused, naming
+    --hash-mb, before the engine allocates it."""
+    monkeypatch.setattr(engine_module, "physical_memory_mb", lambda: 1024)
+    with pytest.raises(EngineError, match="--hash-mb"):
+        start_uci(EngineConfig(hash_mb=2048))

@@ -53,14 +53,14 @@ def test_human_output_and_markdown(tmp_path: Path) -> None:
 
 
 def test_errors_are_one_line_with_exit_codes(tmp_path: Path) -> None:
-    """A missing bench is exit 1 naming the file; an unknown split is a refusal (exit 3)."""
+    """A missing bench is exit 1 naming it; an unknown split is a refusal (exit 3)."""
     args = ["eval", "--bench", str(tmp_path / "none"), "--agent", "reference:oracle",
             "--out", str(tmp_path / "r")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1 and result.stdout == ""
-    assert "bench file missing" in " ".join(result.stderr.split())
+    assert f"{tmp_path / 'none'}: not a directory" in "".join(result.stderr.split("\n"))
     doc = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
-    assert doc["error"] == "input_error" and "public/cases.jsonl" in doc["message"]
+    assert doc["error"] == "input_error" and str(tmp_path / "none") in doc["message"]
     refused = CliRunner().invoke(app, ["build", "--split", "final", "--seed", "1",
                                        "--out", str(tmp_path / "b"), "--json"])
     assert refused.exit_code == 3
@@ -86,7 +86,7 @@ def test_score_names_bad_lines(tmp_path: Path) -> None:
     responses.write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n")
     doc = _json(["score", "--bench", str(bench), "--responses", str(responses),
                  "--out", str(tmp_path / "scored")])
-    assert doc["outcomes"]["invalid"] == 1
+    assert doc["outcomes"]["invalid"] == 0 and len(doc["invalid_lines"]) == 1
     assert doc["invalid_lines"][0]["line"] == 2
     assert "malformed JSON" in doc["invalid_lines"][0]["error"]
     human = CliRunner().invoke(app, ["score", "--bench", str(bench), "--responses",
@@ -103,7 +103,11 @@ def _small_bench(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def test_score_counts_every_kind_of_bad_line(tmp_path: Path) -> None:
-    """`score`: each bad line is invalid, named by its line; the rest is scored; exit 0."""
+    """`score`: each bad line is invalid, named by its line; the rest is scored; exit 0.
+
+    The bad lines name no new bench case (they repeat the first case, name an unknown id
+    or none), so every bench case keeps its first answer and n is the bench's cases.
+    """
     bench, lines = _small_bench(tmp_path)
     first = json.loads(lines[0])
     bad = {
@@ -120,7 +124,8 @@ def test_score_counts_every_kind_of_bad_line(tmp_path: Path) -> None:
     responses.write_text("\n".join(out) + "\n")
     doc = _json(["score", "--bench", str(bench), "--responses", str(responses),
                  "--out", str(tmp_path / "scored")])
-    assert doc["n"] == len(out) and doc["outcomes"]["invalid"] == len(bad)
+    assert doc["n"] == len(lines) and doc["lines"] == len(out)
+    assert doc["outcomes"]["invalid"] == 0 and len(doc["invalid_lines"]) == len(bad)
     assert doc["outcomes"]["correct"] + doc["outcomes"]["correct_non_id"] == len(lines)
     assert doc["missing"] == 0
     named = {b["line"]: b["error"] for b in doc["invalid_lines"]}
@@ -136,7 +141,7 @@ def test_score_counts_every_kind_of_bad_line(tmp_path: Path) -> None:
 
 
 def test_eval_and_score_input_errors_exit_1(tmp_path: Path) -> None:
-    """Unknown agent, corrupt case or oracle line, unreadable responses: one line, exit 1."""
+    """Unknown agent, corrupted case or oracle file, unreadable responses: one line, exit 1."""
     bench, lines = _small_bench(tmp_path)
     unknown = CliRunner().invoke(app, ["eval", "--bench", str(bench), "--agent",
                                        "reference:psychic", "--out", str(tmp_path / "r")])
@@ -163,7 +168,7 @@ def test_eval_and_score_input_errors_exit_1(tmp_path: Path) -> None:
                                           str(tmp_path / f"run_{side}"), "--json"])
         assert result.exit_code == 1, result.output
         doc = json.loads(result.stdout)
-        assert doc["error"] == "input_error" and f"{name}:2:" in doc["message"]
+        assert doc["error"] == "integrity_error" and str(path) in doc["message"]
 
 
 def test_scorer_agreement_passes_and_prints_disagreements(

@@ -145,3 +145,35 @@ def test_unreachable_model_fails_after_the_registered_attempts(
     assert code == 1 and "provider_error" in doc["message"] and KEY not in doc["message"]
     assert list(server.counts.values()) == [3]
     assert not (tmp_path / "corpus").exists()
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["--base-url", "file:///tmp/x"], "--base-url"),
+    (["--dispatcher", "bogus"], "--dispatcher"),
+    (["--timeout", "-1"], "--timeout"),
+    (["--backoff", "soon"], "--backoff"),
+    (["--param", "messages=[]"], "--param"),
+])
+def test_coerced_play_options_are_usage_errors(tmp_path: Path, args: list[str],
+                                               option: str) -> None:
+    """`chess play` exits 2 naming a non-HTTP base URL, an unknown dispatcher, a non-positive
+    timeout, a bad backoff or a --param the request owns; no corpus is written."""
+    result = CliRunner().invoke(_app(), ["play", str(tmp_path / "corpus"), "--model",
+                                         "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                                         *args])
+    assert result.exit_code == 2, result.output
+    assert option in result.stderr
+    assert not (tmp_path / "corpus").exists()
+
+
+def test_play_into_a_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    """`chess play FILE` exits 1 with one line saying a file is where the corpus folder
+    should be, and leaves the file alone."""
+    target = tmp_path / "afile"
+    target.write_text("keep")
+    result = CliRunner().invoke(_app(), ["play", str(target), "--games", "1",
+                                         "--max-plies", "4"])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{target}: a file is there where the corpus folder" in lines[0]
+    assert target.read_text() == "keep"

@@ -24,3 +24,15 @@ def test_demo_runs_every_stage_green(tmp_path: Path) -> None:
     for layer in EXPECTED_LAYERS:
         assert any(name.endswith(layer) for name in stages), layer
     assert any(tmp_path.iterdir())
+
+
+def test_workdir_that_is_a_file_or_under_one_is_one_line(tmp_path: Path) -> None:
+    """--workdir FILE or FILE/sub: exit 1, one line naming the file, nothing run."""
+    file = tmp_path / "file"
+    file.write_text("x")
+    for workdir in (file, file / "sub"):
+        result = CliRunner().invoke(app, ["demo", "--workdir", str(workdir)])
+        assert result.exit_code == 1, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and str(file) in " ".join(result.output.split())

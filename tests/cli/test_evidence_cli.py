@@ -18,9 +18,11 @@ from rungbench.evidence import (
     INVENTORY,
     Ledger,
     ObjectStore,
+    RunManifest,
     bytes_digest,
     freeze_files,
     verify_chain,
+    write_manifest,
 )
 
 RUNGBENCH = Path(sys.executable).parent / "rungbench"
@@ -275,7 +277,7 @@ def test_manifest_missing_field_exit_1(tmp_path: Path) -> None:
 def test_manifest_valid_and_schema(tmp_path: Path) -> None:
     """A valid manifest prints its digest; manifest-schema prints a JSON Schema."""
     path = tmp_path / "manifest.json"
-    path.write_text(json.dumps(_manifest_values()))
+    write_manifest(path, RunManifest.model_validate(_manifest_values()))
     doc = _doc(_cli("manifest", path, "--json"))
     assert doc["ok"] is True and doc["manifest"]["run_id"] == "r1"
     schema = _doc(_cli("manifest-schema", "--json"))
@@ -315,7 +317,7 @@ def test_real_subprocess_exit_codes(tmp_path: Path) -> None:
 def test_ref_move_get_and_expect(tmp_path: Path) -> None:
     """ref moves and reads a name; a failed --expect exits 3; an unknown ref exits 1."""
     store, book = tmp_path / "study", tmp_path / "ledger.sqlite"
-    a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    a, b = ObjectStore(store).put_bytes(b"a"), ObjectStore(store).put_bytes(b"b")
     moved = _cli("ref", "cohorts/x", a, "--store", store, "--ledger", book, "--json")
     assert moved.exit_code == 0 and _doc(moved)["old"] is None
     assert _cli("ref", "cohorts/x", "--store", store).stdout.strip() == a
@@ -363,3 +365,120 @@ def test_issue_bad_inputs_one_line_exit_code_and_nothing_written(tmp_path: Path)
         if code == 1:
             assert len(lines) == 1, lines
         assert _tree(tmp_path) == before, args
+
+
+def _break_row(book: Path, seq: int) -> None:
+    with sqlite3.connect(book, isolation_level=None) as db:
+        db.execute("DROP TRIGGER ledger_events_no_update")
+        db.execute("UPDATE ledger_events SET kind = 'edited' WHERE seq = ?", (seq,))
+
+
+def test_ledger_append_refuses_a_broken_chain(tmp_path: Path) -> None:
+    """ledger-append to a ledger with an edited row exits 1 naming file and row; adds nothing."""
+    book = tmp_path / "ledger.sqlite"
+    for i in range(3):
+        appended = _cli("ledger-append", book, "--kind", "k", "--payload", f'{{"i":{i}}}')
+        assert appended.exit_code == 0
+    _break_row(book, 2)
+    result = _cli("ledger-append", book, "--kind", "k")
+    assert result.exit_code == 1
+    assert f"{book}: ledger row seq 2 is bad" in _flat(result.stderr)
+    assert verify_chain(book).count == 1
+
+
+def test_ref_with_ledger_refuses_a_broken_chain(store_with: tuple[Path, str],
+                                                tmp_path: Path) -> None:
+    """ref --ledger on a broken ledger exits 1 naming the row, and the ref does not move."""
+    store, found = store_with
+    book = tmp_path / "ledger.sqlite"
+    assert _cli("ledger-append", book, "--kind", "k").exit_code == 0
+    _break_row(book, 1)
+    result = _cli("ref", "pool", found, "--store", store, "--ledger", book)
+    assert result.exit_code == 1 and "seq 1 is bad" in _flat(result.stderr)
+    assert not (store / "refs" / "pool").exists()
+
+
+def test_ref_to_an_absent_digest_is_refused(store_with: tuple[Path, str]) -> None:
+    """ref NAME DIGEST with DIGEST not in the store exits 3 (absent) naming it; no ref file."""
+    store, _ = store_with
+    gone = "sha256:" + "c" * 64
+    result = _cli("ref", "pool", gone, "--store", store, "--json")
+    assert result.exit_code == 3
+    reason = _doc(result)["reasons"][0]
+    assert reason["code"] == "absent" and gone in reason["detail"]
+    assert not (store / "refs" / "pool").exists()
+
+
+def test_verify_reports_objects_that_refs_and_records_need(tmp_path: Path) -> None:
+    """verify names a deleted object, with the ref and frozen record that need it, exit 1."""
+    source = tmp_path / "pool.txt"
+    source.write_bytes(b"pool\n")
+    store = tmp_path / "study"
+    frozen = freeze_files(ObjectStore(store), "q", INVENTORY, {"pool": source})
+    pool = frozen.record.inputs["pool"]
+    assert _cli("ref", "pools/a", pool, "--store", store).exit_code == 0
+    assert _cli("verify", "--store", store).exit_code == 0
+    ObjectStore(store).path_for(pool).unlink()
+    result = _cli("verify", "--store", store, "--json")
+    assert result.exit_code == 1
+    (missing,) = _doc(result)["missing"]
+    assert missing["digest"] == pool
+    assert any("ref pools/a" in who for who in missing["referenced_by"])
+    assert any(frozen.digest in who and "'pool'" in who for who in missing["referenced_by"])
+    text = _cli("verify", "--store", store)
+    assert text.exit_code == 1 and pool in _flat(text.stderr)
+
+
+def test_ledger_verify_anchor_from_a_manifest(tmp_path: Path) -> None:
+    """ledger-verify --anchor-manifest uses the manifest's ledger_head: a truncated tail fails."""
+    book = tmp_path / "ledger.sqlite"
+    heads = [_doc(_cli("ledger-append", book, "--kind", "k", "--json"))["hash"] for _ in range(3)]
+    manifest = tmp_path / "manifest.json"
+    write_manifest(manifest, RunManifest.model_validate(
+        {**_manifest_values(), "ledger_head": heads[-1]}))
+    assert _cli("ledger-verify", book, "--anchor-manifest", manifest).exit_code == 0
+    with sqlite3.connect(book, isolation_level=None) as db:
+        db.execute("DROP TRIGGER ledger_events_no_delete")
+        db.execute("DELETE FROM ledger_events WHERE seq = 3")
+    assert _cli("ledger-verify", book).exit_code == 0
+    result = _cli("ledger-verify", book, "--anchor-manifest", manifest)
+    assert result.exit_code == 1 and "truncated" in _flat(result.stderr)
+
+
+def _wrong_kinds(tmp_path: Path) -> list[list[str]]:
+    file, folder = tmp_path / "file", tmp_path / "folder"
+    file.write_bytes(b"x\n")
+    folder.mkdir()
+    some = "sha256:" + "a" * 64
+    return [
+        ["put", str(file), "--store", str(file)],
+        ["put", str(folder), "--store", str(tmp_path / "s")],
+        ["get", some, "--store", str(file)],
+        ["get", some, "--store", str(folder), "--out", str(folder)],
+        ["verify", "--store", str(file)],
+        ["ledger-append", str(folder), "--kind", "k"],
+        ["ledger-append", str(file), "--kind", "k"],
+        ["ledger-append", str(file / "x"), "--kind", "k"],
+        ["ledger-verify", str(folder)],
+        ["ledger-verify", str(file), "--anchor-manifest", str(folder)],
+        ["freeze", "q", "--store", str(file), "--input", f"a={file}"],
+        ["freeze", "q", "--store", str(tmp_path / "s2"), "--input", f"a={folder}"],
+        ["check", some, "--store", str(file)],
+        ["ref", "x", "--store", str(file)],
+        ["ref", "x", some, "--store", str(file)],
+        ["ref", "x", some, "--store", str(folder), "--ledger", str(folder)],
+        ["manifest", str(folder)],
+        ["manifest", str(file)],
+    ]
+
+
+@pytest.mark.parametrize("index", range(18))
+def test_wrong_path_kinds_fail_in_one_line(tmp_path: Path, index: int) -> None:
+    """A file where a folder belongs (or the reverse): one line naming a given path, exit 1/3."""
+    args = _wrong_kinds(tmp_path)[index]
+    result = _cli(*args)
+    assert result.exit_code in (1, 3), result.output
+    assert "internal error" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 or result.exit_code == 3, result.output
+    assert str(tmp_path) in _flat(result.output), result.output

@@ -68,7 +68,8 @@ def test_causal_bench_runs_through_the_real_client_and_scores(tmp_path: Path) ->
 
     The oracle answers every case correctly; one case gets garbage arguments (a model
     failure: scored invalid) and one fails with HTTP 500 on every attempt (a reliability
-    outcome: reported missing). No case disappears.
+    outcome: no final outcome, the run incomplete, the case reported missing). No case
+    disappears.
     """
     bench = tmp_path / "bench"
     build_split("dev", 1, 3, bench, None)
@@ -92,8 +93,9 @@ def test_causal_bench_runs_through_the_real_client_and_scores(tmp_path: Path) ->
             ),
         )
     n = len(schedule)
-    assert summary["complete"]
-    assert summary["outcomes"] == {"answered": n - 2, "malformed": 1, "provider_error": 1}
+    assert not summary["complete"] and summary["unresolved"] == 1
+    assert summary["outcomes"] == {"answered": n - 2, "malformed": 1}
+    assert summary["unresolved_outcomes"] == {"provider_error": 1}
     assert summary["agent_responses"] == {"responses": n - 2, "invalid": 1, "missing": 1}
     scored = score_run(bench, Path(summary["run_dir"]), "openai:bench")
     assert scored["missing"] == 1 and scored["outcomes"]["invalid"] == 1
@@ -220,8 +222,6 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                               "best.csv:2: best move 'e5e3' is not legal"),
         "unknown run to resume": (["--resume", "no-such-run", "--agent", "reference:random"],
                                   "no run 'no-such-run'"),
-        "bad backoff": ([puzzles, "--agent", "reference:random", "--backoff", "soon"],
-                        "--backoff"),
     }
 
 
@@ -294,7 +294,7 @@ class _LeakyBackend:
 
 def test_failing_provider_run_with_a_progress_bar_writes_no_key(tmp_path: Path) -> None:
     """A run whose every call fails with the key echoed in the error body, on a terminal: the
-    bar draws, every cell ends provider_error, and the key is in no file and no output."""
+    bar draws, no cell gets a final outcome (exit 1), and the key is in no file and no output."""
     import os
     import pty
     import subprocess
@@ -333,14 +333,169 @@ def test_failing_provider_run_with_a_progress_bar_writes_no_key(tmp_path: Path) 
     reader.join(timeout=5)
     os.close(master)
     terminal = b"".join(captured)
-    assert done.returncode == 0, terminal.decode(errors="replace")
+    assert done.returncode == 1, terminal.decode(errors="replace")
     assert served == 8  # four cells, two identical attempts each
     assert b"4/4" in terminal and b"ETA" in terminal  # the Rich bar was drawn
-    assert b"provider_error" in done.stdout and b"4/4 cells final" in done.stdout
+    assert b"4 of 4 cells have no final outcome" in terminal
+    assert b"provider_error" in done.stdout and b"0/4 cells final" in done.stdout
     written = [p for p in out.rglob("*") if p.is_file()]
     events = next(p for p in written if p.name == "events.jsonl").read_bytes()
-    assert events.count(b'"outcome":"provider_error"') == 8 + 4  # tool_events and finals
+    assert events.count(b'"outcome":"provider_error"') == 8 + 4  # tool_events, unresolved
     assert b"[redacted]" in events  # the echoed key reached the run, scrubbed
     for path in written:
         assert KEY.encode() not in path.read_bytes(), path
     assert KEY.encode() not in done.stdout and KEY.encode() not in terminal
+
+
+# ---------------------------------------------------------------- hardening (issue 11)
+
+
+def _fens(tmp_path: Path, fens: list[str]) -> Path:
+    path = tmp_path / "cells.jsonl"
+    path.write_text("".join(json.dumps({"fen": f, "id": f"p{i}"}) + "\n"
+                            for i, f in enumerate(fens)))
+    return path
+
+
+def test_checkmate_fen_is_refused_at_schedule_build(tmp_path: Path) -> None:
+    """`run` on a JSONL holding a checkmate exits 1 naming the file, line and field 'fen';
+    no run is created."""
+    path = _fens(tmp_path, ["8/8/8/4k3/8/8/4P3/4K3 w - - 0 1", "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"])
+    result = CliRunner().invoke(_app(), [str(path), "--agent", "reference:random", "--out",
+                                         str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 1, result.output
+    message = json.loads(result.stdout)["message"]
+    assert f"{path}:2:" in message and "(field 'fen')" in message
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+@pytest.mark.parametrize("key", ["messages", "tools", "tool_choice", "model"])
+def test_param_owned_by_the_frozen_request_is_a_usage_error(tmp_path: Path, key: str) -> None:
+    """--param KEY=… for a key the frozen request owns exits 2 naming --param and the key."""
+    result = CliRunner().invoke(_app(), [
+        str(PUZZLES), "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+        "--param", f'{key}=[{{"role":"user","content":"hi"}}]', "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "--param" in result.stderr and f"'{key}'" in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["--base-url", "file:///etc/passwd"], "--base-url"),
+    (["--base-url", "http://"], "--base-url"),
+    (["--backoff", "soon"], "--backoff"),
+    (["--backoff", "-1"], "--backoff"),
+    (["--timeout", "0"], "--timeout"),
+    (["--timeout", "nan"], "--timeout"),
+    (["--usd-per-mtok-in", "nan"], "--usd-per-mtok-in"),
+])
+def test_coerced_options_are_usage_errors(tmp_path: Path, args: list[str], option: str) -> None:
+    """A non-HTTP base URL, bad backoff, non-positive timeout or NaN price exits 2 naming it."""
+    result = CliRunner().invoke(_app(), [str(PUZZLES), "--model", "openai:m", "--base-url",
+                                         "http://127.0.0.1:9/v1", *args, "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert option in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_out_that_is_a_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    """`run SCHEDULE --out FILE` exits 1 with one line saying a file is where the folder
+    should be, naming the path."""
+    target = tmp_path / "afile"
+    target.write_text("x")
+    result = CliRunner().invoke(_app(), [str(PUZZLES), "--agent", "reference:random",
+                                         "--limit", "2", "--out", str(target)])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{target}: --out must be a folder" in lines[0], result.stderr
+
+
+def _resume(tmp_path: Path, run_id: str, *extra: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(_app(), ["--agent", "reference:random", "--resume", run_id,
+                                         "--out", str(tmp_path), *extra])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _finished_run(tmp_path: Path) -> tuple[str, Path]:
+    first = CliRunner().invoke(_app(), [str(PUZZLES), "--limit", "4", "--agent",
+                                        "reference:random", "--out", str(tmp_path), "--json"])
+    assert first.exit_code == 0, first.output
+    summary = json.loads(first.stdout)
+    return summary["run_id"], Path(summary["run_dir"]) / "events.jsonl"
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]])
+def test_edited_final_outcome_is_refused_on_resume(tmp_path: Path, mode: list[str]) -> None:
+    """A final outcome edited in events.jsonl (answered → illegal) makes a resume exit 1
+    naming the file and line, in table and JSON mode."""
+    run_id, events = _finished_run(tmp_path)
+    data = events.read_bytes()
+    at = data.rindex(b'"outcome":"answered"')
+    events.write_bytes(data[:at] + b'"outcome":"illegal"' + data[at + 20:])
+    code, stdout, stderr = _resume(tmp_path, run_id, *mode)
+    assert code == 1
+    message = json.loads(stdout)["message"] if mode else stderr
+    assert f"{events}:" in message and "chain broken" in message
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]])
+def test_duplicated_final_is_refused_in_both_modes(tmp_path: Path, mode: list[str]) -> None:
+    """A final line duplicated in events.jsonl makes the resume (and its summary) exit 1
+    naming the file, whatever the output mode; no table of 5 outcomes for 4 cells is shown."""
+    run_id, events = _finished_run(tmp_path)
+    lines = events.read_bytes().splitlines(keepends=True)
+    final = next(ln for ln in lines if b'"kind":"final"' in ln)
+    events.write_bytes(b"".join(lines) + final)
+    code, stdout, stderr = _resume(tmp_path, run_id, *mode)
+    assert code == 1
+    message = json.loads(stdout)["message"] if mode else stderr
+    assert f"{events}:" in message
+    assert "final outcome" not in (stdout if not mode else "")
+
+
+def test_all_network_errors_exit_one_and_resume_retries(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request of a session dropped (network errors): exit 1 and a summary saying 3 of 3
+    cells have no final outcome; --resume sends them again (a fresh per-session limit) and
+    finishes the run with exit 0."""
+    monkeypatch.setenv("RB_NET_KEY", KEY)
+    down = [True]
+    schedule = build_schedule(PUZZLES, limit=3)
+    server = LoopbackServer(_reference("reference:random")(schedule.task, None), api_key=KEY,
+                            requests=[c.request for c in schedule],
+                            fault_plan=lambda key, index: Fault.DROP if down[0] else None)
+    with server:
+        common = ["--model", "openai:loopback", "--base-url", server.base_url, "--api-key-env",
+                  "RB_NET_KEY", "--max-attempts", "2", "--backoff", "0", "--out",
+                  str(tmp_path), "--json"]
+        first = CliRunner().invoke(_app(), [str(PUZZLES), "--limit", "3", *common])
+        assert first.exit_code == 1, first.output
+        summary = json.loads(first.stdout)
+        assert summary["ok"] is False and summary["error"] == "incomplete"
+        assert "3 of 3 cells have no final outcome" in summary["message"]
+        assert summary["unresolved_outcomes"] == {"network_error": 3}
+        assert len(server.served) == 6
+        down[0] = False
+        second = CliRunner().invoke(_app(), ["--resume", summary["run_id"], *common])
+    assert second.exit_code == 0, second.output
+    done = json.loads(second.stdout)
+    assert done["complete"] and done["outcomes"] == {"answered": 3} and done["sent"] == 3
+
+
+def test_resume_refusal_names_the_differing_agent_setting(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resuming with the same model but another --timeout is refused (exit 3) with a detail
+    naming agent.timeout_s and both values."""
+    monkeypatch.setenv("RB_DIFF_KEY", KEY)
+    schedule = build_schedule(PUZZLES, limit=2)
+    with LoopbackServer(_reference("reference:random")(schedule.task, None), api_key=KEY,
+                        requests=[c.request for c in schedule]) as server:
+        common = ["--model", "openai:fake-1", "--base-url", server.base_url, "--api-key-env",
+                  "RB_DIFF_KEY", "--out", str(tmp_path), "--json"]
+        first = CliRunner().invoke(_app(), [str(PUZZLES), "--limit", "2", "--max-cells", "1",
+                                            "--timeout", "5", *common])
+        run_id = json.loads(first.stdout)["run_id"]
+        again = CliRunner().invoke(_app(), ["--resume", run_id, "--timeout", "6", *common])
+    assert again.exit_code == 3, again.output
+    detail = json.loads(again.stdout)["reasons"][0]["detail"]
+    assert "agent.timeout_s: 5.0 (run) vs 6.0 (now)" in detail

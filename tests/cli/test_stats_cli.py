@@ -68,11 +68,10 @@ def test_mcnemar_n_reproduces_seed_003() -> None:
 
 @pytest.mark.parametrize(("args", "needle"), [
     (["binom", "6", "5"], "k must not exceed n"),
-    (["mde", "--n", "150", "--sd", "-0.4", "--tests", "4"], "sd"),
     (["mde", "--n", "150", "--sd", "0.1", "--tests", "4", "--clusters", "200"], "clusters"),
     (["mcnemar-n", "--effect", "0.3", "--discordance", "0.25"], "discordance")])
 def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
-    """K > N, negative SD, clusters > n, discordance < effect: one clear line, exit 1."""
+    """K > N, clusters > n, discordance < effect: one clear line, exit 1."""
     assert needle in _error(args)
 
 
@@ -88,3 +87,63 @@ def test_seeds_command_reports_all_matches() -> None:
     """`stats seeds --json` lists the nine seed figures, all matching."""
     doc = _json(["seeds"])
     assert len(doc) == 9 and all(f["match"] for f in doc.values())
+
+
+_MDE = ["mde", "--n", "150", "--sd", "0.1", "--tests", "4"]
+_MCN = ["mcnemar-n", "--effect", "0.1", "--discordance", "0.25"]
+
+
+def _usage(args: list[str]) -> str:
+    result = CliRunner().invoke(app, ["stats", *args])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1e-300", "0.5", "1", "1e308", "nan", "inf"])
+@pytest.mark.parametrize("base", [_MDE, _MCN])
+def test_bad_power_is_usage_error(base: list[str], value: str) -> None:
+    """--power outside (0.5, 1), nan or inf is a one-line usage error naming --power, exit 2."""
+    assert "--power" in _usage([*base, "--power", value])
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    ([*_MDE, "--alpha", value], "--alpha") for value in ("0", "-1", "1", "nan", "inf")
+] + [
+    (["mde", "--n", n, "--sd", "0.1", "--tests", "4"], "--n") for n in ("0", "-3")
+] + [
+    (["mde", "--n", "150", "--sd", sd, "--tests", "4"], "--sd")
+    for sd in ("0", "-0.4", "nan", "inf", "-inf")
+] + [
+    (["mde", "--n", "150", "--sd", "0.1", "--tests", t], "--tests") for t in ("0", "-1")
+] + [
+    ([*_MDE, "--clusters", c], "--clusters") for c in ("0", "-1")
+] + [
+    (["mcnemar-n", "--effect", e, "--discordance", "0.25"], "--effect")
+    for e in ("0", "-0.1", "nan", "inf", "2")
+] + [
+    (["mcnemar-n", "--effect", "0.1", "--discordance", d], "--discordance")
+    for d in ("0", "-1", "nan", "inf", "1.5")
+] + [
+    (["binom", "--", "-1", "5"], "'k'"), (["binom", "0", "0"], "'n'"),
+    (["binom", "1", "--", "-5"], "'n'"), (["binom", "1", str(10**30)], "'n'"),
+    (["binom", "1", "5", "--alpha", "nan"], "--alpha"),
+])
+def test_bad_option_values_are_usage_errors(args: list[str], option: str) -> None:
+    """Zero, negative, nan, inf and out-of-range option values: one line naming it, exit 2."""
+    assert option in _usage(args)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["mcnemar-n", "--effect", "1e-300", "--discordance", "0.25"], "effect"),
+    (["mde", "--n", "1", "--sd", "1e308", "--tests", "1"], "sd"),
+    (["mde", "--n", "150", "--sd", "1e308", "--tests", "4", "--json"], "sd"),
+])
+def test_results_out_of_range_are_one_line_exit_1(args: list[str], needle: str) -> None:
+    """A result no float can hold (tiny effect, huge SD or n) is one line naming the input."""
+    result = CliRunner().invoke(app, ["stats", *args])
+    assert result.exit_code == 1, result.output
+    assert "internal error" not in result.output
+    assert len(result.output.strip().splitlines()) == 1 or "--json" in args
+    assert needle in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rungbench.demo.evidence import run
@@ -23,3 +24,11 @@ def test_stage_on_bundled_data(tmp_path: Path) -> None:
     again = run(tmp_path).summary
     assert again["frozen"] == summary["frozen"]
     assert again["ledger_events"] == 2 * summary["ledger_events"]
+
+
+def test_stage_checks_inventory_and_self_checked_manifest(tmp_path: Path) -> None:
+    """The stage reports no missing objects and writes a manifest carrying its own digest."""
+    result = run(tmp_path)
+    assert result.failure is None and result.summary["missing_objects"] == 0
+    written = json.loads(Path(result.summary["manifest"]).read_bytes())
+    assert written["manifest_digest"] == result.summary["manifest_digest"]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from rungbench.errors import InputError, IntegrityError
-from rungbench.evidence.ledger import GENESIS, Ledger, event_hash, verify_chain
+from rungbench.evidence import ledger as ledger_module
+from rungbench.evidence.ledger import GENESIS, BadRow, Ledger, event_hash, verify_chain
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -261,3 +262,67 @@ def test_two_processes_append_without_loss(tmp_path: Path, monkeypatch: pytest.M
     with Ledger(path) as ledger:
         seen = sorted((e.payload["writer"], e.payload["i"]) for e in ledger.events())
     assert seen == sorted((k, i) for k in (0, 1) for i in range(1000))
+
+
+def _edit_payload(path: Path, seq: int) -> None:
+    with _raw(path) as db:
+        db.execute("UPDATE ledger_events SET payload = '{\"i\":99}' WHERE seq = ?", (seq,))
+
+
+@pytest.mark.parametrize("seq", [1, 3, 5])
+def test_append_refuses_on_a_broken_chain(tmp_path: Path, seq: int) -> None:
+    """An append to a ledger whose row SEQ was edited raises naming the file and row."""
+    path = tmp_path / "l.sqlite"
+    _ledger(path, 5).close()
+    _edit_payload(path, seq)
+    with Ledger(path) as ledger:
+        with pytest.raises(IntegrityError, match=rf"l\.sqlite: ledger row seq {seq} is bad"):
+            ledger.append("after", {})
+        assert ledger.count() == 5
+
+
+def test_append_refuses_on_forged_rows_added_by_another_writer(tmp_path: Path) -> None:
+    """A row inserted by another connection with a wrong hash stops this one's next append."""
+    path = tmp_path / "l.sqlite"
+    with _ledger(path, 2) as ledger:
+        ledger.append("verified", {})
+        with _raw(path) as db:
+            db.execute(
+                "INSERT INTO ledger_events VALUES (4, ?, ?, 'x', '{}', '2026-01-01T00:00:00')",
+                (ledger.head(), "sha256:" + "e" * 64),
+            )
+        with pytest.raises(IntegrityError, match="seq 4 is bad"):
+            ledger.append("after", {})
+
+
+def test_append_refuses_when_verified_rows_vanished(tmp_path: Path) -> None:
+    """Rows this connection verified and then lost from the end stop its next append."""
+    path = tmp_path / "l.sqlite"
+    with _ledger(path, 4) as ledger:
+        ledger.append("verified", {})
+        with _raw(path) as db:
+            db.execute("DELETE FROM ledger_events WHERE seq >= 4")
+        with pytest.raises(IntegrityError, match=r"seq 5 is bad \(truncated\)"):
+            ledger.append("after", {})
+
+
+def test_append_checks_only_new_rows_after_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first append walks all 50 rows; the next re-checks only its known head and after."""
+    path = tmp_path / "l.sqlite"
+    _ledger(path, 50).close()
+    checked: list[int] = []
+    real = ledger_module._check_row
+
+    def counting(row: tuple[object, ...], expected_seq: int, prev: str) -> BadRow | None:
+        checked.append(expected_seq)
+        return real(row, expected_seq, prev)
+
+    monkeypatch.setattr(ledger_module, "_check_row", counting)
+    with Ledger(path) as ledger:
+        ledger.append("first", {})
+        assert checked == list(range(1, 51))
+        checked.clear()
+        ledger.append("second", {})
+    assert checked == [51]

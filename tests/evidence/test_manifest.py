@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from rungbench import __version__
-from rungbench.errors import InputError
+from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import canonical_bytes, digest
 from rungbench.evidence.manifest import (
     MANIFEST_SCHEMA,
@@ -47,13 +47,15 @@ def _values(**override: Any) -> dict[str, Any]:
 
 
 def test_write_then_read_round_trips(tmp_path: Path) -> None:
-    """A written manifest reads back equal, as canonical JSON, with the returned digest."""
+    """A written manifest reads back equal: canonical JSON plus its own digest as a check."""
     manifest = RunManifest.model_validate(_values())
     path = tmp_path / "manifest.json"
     found = write_manifest(path, manifest)
-    assert path.read_bytes() == canonical_bytes(manifest.to_json())
+    written = json.loads(path.read_bytes())
+    recorded = written.pop("manifest_digest")
+    assert path.read_bytes() == canonical_bytes({**manifest.to_json(), "manifest_digest": found})
     assert read_manifest(path) == manifest
-    assert found == manifest.digest == digest(json.loads(path.read_bytes()))
+    assert found == manifest.digest == digest(written) == recorded
     assert json.loads(path.read_bytes())["schema"] == MANIFEST_SCHEMA
 
 
@@ -175,3 +177,20 @@ def test_json_schema_export() -> None:
     }
     assert schema["properties"]["schema"]["const"] == MANIFEST_SCHEMA
     assert schema["properties"]["started_at"]["format"] == "date-time"
+
+
+def test_edited_value_is_an_integrity_error_naming_the_file(tmp_path: Path) -> None:
+    """A manifest whose field was edited into another valid value raises naming the file."""
+    path = tmp_path / "m.json"
+    write_manifest(path, RunManifest.model_validate(_values()))
+    path.write_bytes(path.read_bytes().replace(b'"r1"', b'"r2"'))
+    with pytest.raises(IntegrityError, match=r"m\.json: manifest hashes to"):
+        read_manifest(path)
+
+
+def test_manifest_without_its_digest_is_an_integrity_error(tmp_path: Path) -> None:
+    """A valid manifest body without its manifest_digest self-check raises naming the file."""
+    path = tmp_path / "m.json"
+    path.write_bytes(canonical_bytes(RunManifest.model_validate(_values()).to_json()))
+    with pytest.raises(IntegrityError, match=r"m\.json: no manifest_digest"):
+        read_manifest(path)

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from rungbench.errors import InputError, Refusal
+from rungbench.errors import InputError, IntegrityError, Refusal
+from rungbench.evidence.canonical import bytes_digest
 from rungbench.evidence.freeze import INVENTORY, check_reasons, freeze
 from rungbench.evidence.ledger import Ledger
 from rungbench.evidence.refs import UNSET, Refs
 from rungbench.evidence.store import ObjectStore
 
-A = "sha256:" + "a" * 64
-B = "sha256:" + "b" * 64
+A = bytes_digest(b"a")
+B = bytes_digest(b"b")
+
+
+@pytest.fixture(autouse=True)
+def _stored(tmp_path: Path) -> None:
+    """Objects A and B are in the store at tmp_path (a ref may only point at a stored object)."""
+    store = ObjectStore(tmp_path)
+    store.put_bytes(b"a")
+    store.put_bytes(b"b")
 
 
 def test_get_move_and_names(tmp_path: Path) -> None:
@@ -82,3 +92,35 @@ def test_moved_ref_makes_freeze_stale(tmp_path: Path) -> None:
     assert [(r.code, r.subject) for r in reasons] == [("stale", "cohort_b")]
     reasons = check_reasons(store, frozen.digest, current=refs.current({"cohort_b": "gone"}))
     assert [(r.code, r.subject) for r in reasons] == [("absent", "cohort_b")]
+
+
+def test_move_to_a_digest_absent_from_the_store_is_refused(tmp_path: Path) -> None:
+    """A move to a digest the store does not hold refuses absent, naming it; nothing moves."""
+    gone = "sha256:" + "c" * 64
+    with pytest.raises(Refusal) as info:
+        Refs(tmp_path).move("pool", gone)
+    assert info.value.codes == ("absent",) and gone in str(info.value)
+    assert Refs(tmp_path).get("pool") is None
+
+
+def test_move_with_a_broken_ledger_changes_nothing(tmp_path: Path) -> None:
+    """A move logged to a ledger whose chain is broken raises naming the row; the ref stays."""
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path) as ledger:
+        Refs(tmp_path, ledger=ledger).move("pool", A)
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("DROP TRIGGER ledger_events_no_update")
+        db.execute("UPDATE ledger_events SET kind = 'edited' WHERE seq = 1")
+    with Ledger(path) as ledger:
+        with pytest.raises(IntegrityError, match=r"ledger\.sqlite: ledger row seq 1 is bad"):
+            Refs(tmp_path, ledger=ledger).move("pool", B)
+        assert ledger.count() == 1
+    assert Refs(tmp_path).get("pool") == A
+
+
+def test_resolve_names_a_dangling_ref(tmp_path: Path) -> None:
+    """resolve of a ref whose object was deleted raises naming the ref file and digest."""
+    Refs(tmp_path).move("pool", A)
+    ObjectStore(tmp_path).path_for(A).unlink()
+    with pytest.raises(IntegrityError, match=rf"refs/pool: .*{A}"):
+        Refs(tmp_path).resolve("pool")

@@ -18,7 +18,7 @@ def test_appends_are_canonical_lines_with_a_time(tmp_path: Path) -> None:
     events = log.read()
     assert [e["kind"] for e in events] == ["a", "c"]
     assert events[0]["t"].endswith("+00:00")
-    assert (tmp_path / "e.jsonl").read_bytes().startswith(b'{"b":1,"kind":"a","t":"')
+    assert (tmp_path / "e.jsonl").read_bytes().startswith(b'{"b":1,"chain":"sha256:')
 
 
 def test_torn_last_line_is_ignored_then_cut(tmp_path: Path) -> None:
@@ -37,6 +37,10 @@ def test_torn_last_line_is_ignored_then_cut(tmp_path: Path) -> None:
 def test_corrupt_complete_line_is_an_integrity_error(tmp_path: Path) -> None:
     """A damaged line that is not the last is refused with its line number."""
     path = tmp_path / "e.jsonl"
-    path.write_bytes(b'{"kind":"a"}\n{"kind":\n{"kind":"b"}\n')
+    log = EventLog(path)
+    for kind in "abc":
+        log.append({"kind": kind})
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([lines[0], b'{"kind":', *lines[2:]]))
     with pytest.raises(IntegrityError, match=":2:"):
         read_events(path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import threading
 from collections import Counter
 from pathlib import Path
@@ -16,7 +15,7 @@ from rungbench.agents.outcomes import CallFailure, Outcome
 from rungbench.agents.protocol import Request, Response, ToolCall
 from rungbench.chess.reference_agents import RandomMover, move_choice_request, validate_move
 from rungbench.errors import IntegrityError, Refusal
-from rungbench.execute.events import read_events
+from rungbench.execute.events import CHAIN, chained_lines, read_events
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import create_run, describe_agent, execute_run, verify_run
 from rungbench.execute.schedule import Schedule
@@ -65,6 +64,12 @@ def _run(tmp_path: Path, agent: Scripted, n: int = 6, **kwargs: Any) -> tuple[Pa
     return run_dir, execute_run(run_dir, agent, validator=validate_move, **kwargs)
 
 
+def _rewrite(run_dir: Path, records: list[dict[str, Any]]) -> None:
+    """Write ``records`` as the run's log with a recomputed chain (a forger's rewrite)."""
+    bare = [{k: v for k, v in r.items() if k != CHAIN} for r in records]
+    (run_dir / "events.jsonl").write_bytes(chained_lines(bare)[0])
+
+
 def _events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
     return [e for e in read_events(run_dir / "events.jsonl") if e["kind"] == kind]
 
@@ -92,14 +97,20 @@ def test_reliability_failures_are_retried_in_the_same_cell(tmp_path: Path) -> No
     assert summary.outcomes == {"answered": 3}
 
 
-def test_retry_limit_makes_the_failure_final(tmp_path: Path) -> None:
-    """A cell failing every attempt ends with its reliability outcome, not dropped."""
+def test_retry_limit_leaves_the_cell_unresolved_and_resume_retries_it(tmp_path: Path) -> None:
+    """A cell failing every attempt of a session gets no final (unresolved, counted); the
+    next resume retries it within the per-session limit and can finish it."""
     agent = Scripted({"c000": [Outcome.NETWORK_ERROR] * 5})
     run_dir, summary = _run(tmp_path, agent, n=2)
     assert agent.calls["c000"] == 3
-    final = [e for e in _events(run_dir, "final") if e["cell"] == "c000"]
-    assert [(f["outcome"], f["attempts"]) for f in final] == [("network_error", 3)]
-    assert summary.outcomes == {"answered": 1, "network_error": 1}
+    assert not [e for e in _events(run_dir, "final") if e["cell"] == "c000"]
+    assert summary.outcomes == {"answered": 1}
+    assert (summary.unresolved, summary.unresolved_outcomes) == (1, {"network_error": 1})
+    assert verify_run(run_dir).problems == (
+        "cell 'c000': no final outcome (last network_error after 3 attempts)",)
+    second = execute_run(run_dir, agent, validator=validate_move)
+    assert agent.calls["c000"] == 6 and second.sent == 3
+    assert second.outcomes == {"answered": 2} and verify_run(run_dir).ok
 
 
 def test_model_failures_are_final_at_once(tmp_path: Path) -> None:
@@ -129,15 +140,8 @@ def test_in_flight_attempt_is_closed_as_interrupted(tmp_path: Path) -> None:
     agent = Scripted()
     run_dir, _ = _run(tmp_path, agent, n=2, max_cells=1)
     cell = _schedule(2).cells[1]
-    with open(run_dir / "events.jsonl", "ab") as fh:
-        record = {
-            "kind": "attempt",
-            "cell": cell.cell_id,
-            "attempt": 1,
-            "request_digest": cell.request_digest,
-            "t": "x",
-        }
-        fh.write(json.dumps(record).encode() + b"\n")
+    _append(run_dir, [{"kind": "attempt", "cell": cell.cell_id, "attempt": 1,
+                       "request_digest": cell.request_digest}])
     execute_run(run_dir, agent, validator=validate_move)
     tool_events = [e for e in _events(run_dir, "tool_event") if e["cell"] == "c001"]
     assert [(e["attempt"], e["outcome"]) for e in tool_events] == [
@@ -148,10 +152,8 @@ def test_in_flight_attempt_is_closed_as_interrupted(tmp_path: Path) -> None:
 
 
 def _drop_final(run_dir: Path, cell_id: str) -> None:
-    path = run_dir / "events.jsonl"
-    lines = path.read_bytes().splitlines(keepends=True)
-    kept = [ln for ln in lines if not (b'"kind":"final"' in ln and f'"{cell_id}"'.encode() in ln)]
-    path.write_bytes(b"".join(kept))
+    records = read_events(run_dir / "events.jsonl")
+    _rewrite(run_dir, [r for r in records if not (r["kind"] == "final" and r["cell"] == cell_id)])
 
 
 def test_lost_final_is_restored_without_resending(tmp_path: Path) -> None:
@@ -167,23 +169,25 @@ def test_lost_final_is_restored_without_resending(tmp_path: Path) -> None:
     assert restored[0]["arguments"] is not None and verify_run(run_dir).ok
 
 
-def test_used_up_attempts_are_final_on_resume(tmp_path: Path) -> None:
-    """A cell whose attempts ran out before a crash is finalized as failed, not re-sent."""
+def test_used_up_attempts_are_retried_on_resume(tmp_path: Path) -> None:
+    """A cell whose session used up its attempts has no final; a resume gets a fresh budget."""
     agent = Scripted({"c000": [Outcome.TIMEOUT] * 3})
-    run_dir, _ = _run(tmp_path, agent, n=1)
-    _drop_final(run_dir, "c000")
+    run_dir, first = _run(tmp_path, agent, n=1)
+    assert first.unresolved == 1 and first.outcomes == {}
     summary = execute_run(run_dir, agent, validator=validate_move)
-    assert summary.sent == 0 and agent.calls["c000"] == 3
-    assert summary.outcomes == {"timeout": 1} and verify_run(run_dir).ok
+    assert summary.sent == 1 and agent.calls["c000"] == 4
+    assert summary.outcomes == {"answered": 1} and summary.unresolved == 0
+    assert verify_run(run_dir).ok
 
 
 def test_changed_request_digest_in_the_log_is_refused(tmp_path: Path) -> None:
     """A log naming another digest for a cell stops the resume with an integrity error."""
     agent = Scripted()
     run_dir, _ = _run(tmp_path, agent, n=2, max_cells=1)
-    text = (run_dir / "events.jsonl").read_text()
     digest = _schedule(2).cells[0].request_digest
-    (run_dir / "events.jsonl").write_text(text.replace(digest, "sha256:" + "0" * 64))
+    records = read_events(run_dir / "events.jsonl")
+    _rewrite(run_dir, [{**r, "request_digest": "sha256:" + "0" * 64}
+                       if r.get("request_digest") == digest else r for r in records])
     with pytest.raises(IntegrityError, match="request digest"):
         execute_run(run_dir, agent, validator=validate_move)
 
@@ -358,13 +362,15 @@ def test_attempt_record_and_request_bytes_exist_before_the_send(tmp_path: Path) 
 
 
 def _append(run_dir: Path, records: list[dict[str, Any]]) -> None:
+    """Append ``records`` to the run's log, chained as the runner would."""
+    head = read_events(run_dir / "events.jsonl")[-1][CHAIN]
     with open(run_dir / "events.jsonl", "ab") as fh:
-        for record in records:
-            fh.write(json.dumps({**record, "t": "x"}).encode() + b"\n")
+        fh.write(chained_lines([{**r, "t": "x"} for r in records], head)[0])
 
 
-def test_resumed_retries_count_attempts_of_earlier_sessions(tmp_path: Path) -> None:
-    """A cell with two reliability failures before a crash gets one more attempt (limit 3)."""
+def test_resumed_retries_number_on_from_earlier_sessions(tmp_path: Path) -> None:
+    """Two reliability failures before a crash: the resume numbers on (3, 4, 5) and, the
+    limit (3) being per session, sends three more before leaving the cell unresolved."""
     agent = Scripted({"c001": [Outcome.PROVIDER_ERROR] * 9})
     run_dir, _ = _run(tmp_path, agent, n=2, max_cells=1)
     cell = _schedule(2).cells[1]
@@ -377,10 +383,12 @@ def test_resumed_retries_count_attempts_of_earlier_sessions(tmp_path: Path) -> N
         {"kind": "attempt", **base, "attempt": 2}, {**failed, **base, "attempt": 2},
     ])
     summary = execute_run(run_dir, agent, validator=validate_move)
-    assert agent.calls["c001"] == 1 and summary.sent == 1
-    final = [e for e in _events(run_dir, "final") if e["cell"] == "c001"]
-    assert [(f["outcome"], f["attempts"]) for f in final] == [("provider_error", 3)]
-    assert verify_run(run_dir).ok
+    assert agent.calls["c001"] == 3 and summary.sent == 3
+    attempts = [e["attempt"] for e in _events(run_dir, "attempt") if e["cell"] == "c001"]
+    assert attempts == [1, 2, 3, 4, 5]
+    assert not [e for e in _events(run_dir, "final") if e["cell"] == "c001"]
+    assert [e["attempts"] for e in _events(run_dir, "unresolved")] == [5]
+    assert summary.unresolved == 1 and not verify_run(run_dir).ok
 
 
 def test_model_failure_with_a_lost_final_is_never_resent(tmp_path: Path) -> None:
@@ -419,16 +427,15 @@ def test_waits_come_only_between_attempts_of_a_cell(tmp_path: Path) -> None:
     assert sleeps == [2.0, 8.0]
 
 
-def test_verify_run_reports_a_tool_event_after_the_final(tmp_path: Path) -> None:
-    """A tool_event logged after a cell's final outcome is named as a problem."""
+def test_verify_run_refuses_a_tool_event_after_the_final(tmp_path: Path) -> None:
+    """A tool_event logged after a cell's final outcome is an integrity error naming the line."""
     run_dir, _ = _run(tmp_path, Scripted(), n=2)
     cell = _schedule(2).cells[0]
     _append(run_dir, [{"kind": "tool_event", "cell": cell.cell_id,
                        "request_digest": cell.request_digest, "attempt": 2,
                        "outcome": "answered"}])
-    check = verify_run(run_dir)
-    assert not check.ok
-    assert check.problems == (f"cell {cell.cell_id!r}: tool_event after its final outcome",)
+    with pytest.raises(IntegrityError, match=r"events.jsonl:\d+: tool_event .* after its final"):
+        verify_run(run_dir)
 
 
 def test_verify_run_names_a_cell_without_a_final(tmp_path: Path) -> None:
@@ -436,7 +443,8 @@ def test_verify_run_names_a_cell_without_a_final(tmp_path: Path) -> None:
     run_dir, _ = _run(tmp_path, Scripted(), n=2)
     _drop_final(run_dir, "c001")
     check = verify_run(run_dir)
-    assert check.problems == ("cell 'c001': 0 final outcomes",) and check.final == 1
+    assert check.problems == ("cell 'c001': no final outcome (last answered after 1 attempts)",)
+    assert check.final == 1
 
 
 def test_request_changed_in_place_by_the_agent_is_refused_before_the_retry(

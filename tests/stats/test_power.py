@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.power import NormalIndPower
 
@@ -111,3 +115,47 @@ def test_mcnemar_power_equals_multinomial_enumeration() -> None:
             if b + c > 0 and (b - c) ** 2 / (b + c) > z2:
                 expected += multinomial.pmf([b, c, n - b - c], n, [p10, p01, 1 - p10 - p01])
     assert mcnemar_power(n, p10 - p01, p10 + p01) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("power", [1e-300, 0.01, 0.05, 0.3, 0.5])
+def test_power_at_or_below_half_is_refused(power: float) -> None:
+    """Power ≤ 0.5 is refused by both planners, naming the field power."""
+    with pytest.raises(InputError, match="power"):
+        mde(150, 0.1, tests=4, power=power)
+    with pytest.raises(InputError, match="power"):
+        mcnemar_sample_size(0.10, 0.25, power=power)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0.0, 1.0, exclude_min=True, exclude_max=True),
+       st.floats(0.0, 1.0, exclude_min=True, exclude_max=True))
+def test_planners_monotone_in_power_and_non_negative(p1: float, p2: float) -> None:
+    """Wherever power is accepted, MDE and McNemar n are non-negative and rise with power."""
+    low, high = sorted((p1, p2))
+    mdes = [_accepted(lambda p=p: mde(150, 0.1, tests=4, power=p).mde) for p in (low, high)]
+    ns = [_accepted(lambda p=p: mcnemar_sample_size(0.1, 0.25, power=p).n_exact)
+          for p in (low, high)]
+    for pair in (mdes, ns):
+        accepted = [v for v in pair if v is not None]
+        assert all(v >= 0 for v in accepted)
+        if len(accepted) == 2:
+            assert accepted[0] <= accepted[1]
+
+
+def _accepted(compute: Callable[[], float]) -> float | None:
+    try:
+        return compute()
+    except InputError:
+        return None
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: mcnemar_sample_size(1e-300, 0.25), "effect"),
+    (lambda: mde(1, 1e308), "sd"),
+    (lambda: mde(2**60, 0.1), "n"),
+])
+def test_results_out_of_float_range_are_input_errors(call: Callable[[], object],
+                                                     field: str) -> None:
+    """A tiny effect or a huge SD or count gives an InputError naming the field, not a crash."""
+    with pytest.raises(InputError, match=field):
+        call()

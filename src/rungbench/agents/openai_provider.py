@@ -13,9 +13,11 @@ without an exception chain, so no traceback quotes the SDK's exceptions either.
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, cast
@@ -23,10 +25,22 @@ from typing import Any, cast
 import openai
 
 from rungbench.agents.outcomes import CallFailure, Outcome
-from rungbench.agents.protocol import Request, Response, ToolCall, Usage
+from rungbench.agents.protocol import (
+    Request,
+    Response,
+    ToolCall,
+    Usage,
+    base_url_problem,
+    owned_key_problem,
+)
 from rungbench.errors import InputError
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+BODY_LIMIT = 200
+"""Characters of a provider's error body kept in a detail string (after scrubbing)."""
+REDACTED = "[redacted]"
+MIN_PIECE = 8
+"""Any run of this many characters of the key (or of its base64) is scrubbed."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +83,15 @@ class OpenAIProvider:
                 f"environment variable {api_key_env!r} holding the API key is unset or empty",
                 field="api_key_env",
             )
-        if timeout_s <= 0:
+        if not timeout_s > 0:  # NaN too
             raise InputError(f"timeout must be positive, got {timeout_s!r}", field="timeout_s")
+        problem = base_url_problem(base_url)
+        if problem is not None:
+            raise InputError(f"base URL {problem}", field="base_url")
+        for name in params or {}:
+            problem = owned_key_problem(name)
+            if problem is not None:
+                raise InputError(f"extra parameter {problem}", field="params")
         self.name = f"openai:{model}"
         self.model = model
         self.base_url = base_url
@@ -79,6 +100,7 @@ class OpenAIProvider:
         self.params = dict(params or {})
         self.pricing = pricing or Pricing()
         self._secret = key
+        self._pieces = secret_pieces(key)
         self._client = openai.OpenAI(
             api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s
         )
@@ -142,7 +164,7 @@ class OpenAIProvider:
         except openai.APIStatusError as exc:
             failure = CallFailure(
                 Outcome.PROVIDER_ERROR,
-                self._scrub(f"HTTP {exc.status_code}: {_short_body(exc.response.text)}"),
+                _short_body(self._scrub(f"HTTP {exc.status_code}: {exc.response.text}")),
                 status=exc.status_code,
                 retry_after=retry_after_seconds(dict(exc.response.headers)),
             )
@@ -158,7 +180,7 @@ class OpenAIProvider:
             body = None
             failure = CallFailure(
                 Outcome.PROVIDER_ERROR,
-                self._scrub(f"HTTP {raw.status_code} body is not JSON: {_short_body(text)}"),
+                _short_body(self._scrub(f"HTTP {raw.status_code} body is not JSON: {text}")),
                 status=raw.status_code,
             )
         if failure is not None:
@@ -170,17 +192,18 @@ class OpenAIProvider:
         return body
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "[redacted]")
+        return scrub_secret(text, self._secret, self._pieces)
 
     def _scrubbed(self, response: Response) -> Response:
-        if self._secret not in json.dumps(
+        shown = json.dumps(
             [
                 response.text,
                 response.refusal,
                 [c.arguments for c in response.tool_calls],
                 response.raw,
             ]
-        ):
+        )
+        if self._scrub(shown) == shown:
             return response
         return Response(
             text=self._scrub(response.text) if response.text is not None else None,
@@ -264,8 +287,59 @@ def _int(value: Any) -> int:
 
 
 def _short_body(text: str) -> str:
+    """Collapse whitespace and cut to :data:`BODY_LIMIT` characters (call after scrubbing)."""
     flat = " ".join(text.split())
-    return flat[:200] + ("…" if len(flat) > 200 else "")
+    return flat[:BODY_LIMIT] + ("…" if len(flat) > BODY_LIMIT else "")
+
+
+def secret_forms(secret: str) -> tuple[str, ...]:
+    """The spellings of ``secret`` a server may echo: itself and its base64 at each alignment.
+
+    Base64 of the key inside a longer string (``Basic user:key``, ``Bearer key``) depends on
+    the key's byte offset modulo 3; for offsets 1 and 2 the first group, which mixes in the
+    preceding bytes, is dropped.
+    """
+    raw = secret.encode("utf-8")
+    forms = [secret]
+    for offset in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * offset + raw).decode("ascii").rstrip("=")
+            forms.append(text[4:] if offset else text)
+    return tuple(forms)
+
+
+def secret_pieces(secret: str) -> frozenset[str]:
+    """Every :data:`MIN_PIECE`-character run (lower-cased) of every form of ``secret``."""
+    return frozenset(
+        form.lower()[i : i + MIN_PIECE]
+        for form in secret_forms(secret)
+        for i in range(len(form) - MIN_PIECE + 1)
+    )
+
+
+def scrub_secret(text: str, secret: str, pieces: frozenset[str] | None = None) -> str:
+    """Replace ``secret`` in ``text`` — any case, base64, or any run of 8+ characters of
+    either — with ``[redacted]``.
+
+    A key shorter than :data:`MIN_PIECE` is replaced whole (any case).
+    """
+    if len(secret) < MIN_PIECE:
+        return re.sub(re.escape(secret), REDACTED, text, flags=re.IGNORECASE) if secret else text
+    pieces = secret_pieces(secret) if pieces is None else pieces
+    folded = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)  # keeps indices
+    covered = [False] * len(text)
+    for i in range(len(text) - MIN_PIECE + 1):
+        if folded[i : i + MIN_PIECE] in pieces:
+            covered[i : i + MIN_PIECE] = [True] * MIN_PIECE
+    if not any(covered):
+        return text
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if not covered[i]:
+            out.append(char)
+        elif i == 0 or not covered[i - 1]:
+            out.append(REDACTED)
+    return "".join(out)
 
 
 def _cause(exc: BaseException) -> str:

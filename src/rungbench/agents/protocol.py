@@ -9,9 +9,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import canonical_bytes, digest
+
+REQUEST_OWNED_KEYS = frozenset(
+    {"messages", "tools", "tool_choice", "model", "functions", "function_call"}
+)
+"""Body fields the frozen request (and the run's model) own; an extra parameter may not set
+them, or the payload sent would not be the one in the schedule (``functions`` and
+``function_call`` are the legacy spellings of ``tools`` and ``tool_choice``)."""
+
+
+def owned_key_problem(key: str) -> str | None:
+    """Why extra body parameter ``key`` is refused (it belongs to the frozen request), or None."""
+    if key.strip().lower() in REQUEST_OWNED_KEYS:
+        return (f"key {key!r} is owned by the frozen request (one of "
+                f"{', '.join(sorted(REQUEST_OWNED_KEYS))}); it cannot be overridden")
+    return None
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why ``url`` is not an endpoint base URL (only http:// and https:// with a host), or None."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number
+    except ValueError as exc:
+        return f"{url!r} is not a URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"{url!r} must start with http:// or https://"
+    if not parts.hostname:
+        return f"{url!r} names no host"
+    return None
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,20 @@ never converted from centipawns.
 
 Every engine process this package starts goes through :func:`start_uci` or
 :func:`run_bench`, so a test can prove that a refusal came before any of them.
+
+No engine call can hang: every python-chess command (handshake, ``configure``, search
+start, ``quit``) has :data:`COMMAND_TIMEOUT_S`, every search
+:func:`search_timeout`, ``bench`` :data:`BENCH_TIMEOUT_S`. A timeout, a dead engine or a
+python-chess error is an :class:`EngineError` naming the engine binary. Each configured
+option is checked against the range the engine declares in its ``uci`` handshake (and
+``Hash`` against this host's memory) before anything is sent, so ``--hash-mb`` beyond
+what the engine or host can hold fails at once, naming the option.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -23,7 +33,7 @@ import chess.engine
 
 import chess
 from rungbench.chess.workspace import Workspace, read_json, write_canonical
-from rungbench.errors import RungbenchError
+from rungbench.errors import InputError, RungbenchError
 from rungbench.evidence.canonical import digest, file_digest
 
 DEFAULT_ENGINE = Path("/usr/games/stockfish")
@@ -31,6 +41,21 @@ DEFAULT_ENGINE = Path("/usr/games/stockfish")
 
 DEFAULT_NODES = 50_000
 """Seed 002's fixed node budget per search."""
+
+MAX_NODES = 1_000_000_000
+"""Largest registered node limit per search."""
+MAX_HASH_MB = 2**30
+"""Largest Hash any configuration may ask for (1 PiB; the engine and host bound it further)."""
+COMMAND_TIMEOUT_S = 60.0
+"""Seconds any engine command but a search may take (handshake, configure, quit)."""
+SEARCH_TIMEOUT_S = 120.0
+"""Fixed allowance, in seconds, of every search on top of its node budget."""
+MIN_NODES_PER_S = 10_000.0
+"""Slowest search speed the timeout of a search allows for."""
+BENCH_TIMEOUT_S = 600.0
+"""Seconds ``<binary> bench`` may take."""
+OPTION_FLAGS = {"Hash": "--hash-mb", "Threads": "threads"}
+"""The setting each configured UCI option comes from, named in errors."""
 
 _BENCH_RE = re.compile(r"Nodes searched\s*:\s*(\d+)")
 
@@ -53,6 +78,14 @@ class EngineConfig:
     """UCI Hash in MB."""
     multipv: int = 10
     """Lines per search, passed to ``analyse``."""
+
+    def __post_init__(self) -> None:
+        for name, value, top in (("nodes", self.nodes, MAX_NODES),
+                                 ("hash_mb", self.hash_mb, MAX_HASH_MB),
+                                 ("threads", self.threads, 1024), ("multipv", self.multipv, 500)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise InputError(f"{name} must be an integer in 1..{top}, got {value!r}",
+                                 field=name)
 
     def uci_options(self) -> dict[str, int | bool]:
         """Return the options set through ``configure``.
@@ -103,8 +136,13 @@ def binary_digest(path: Path) -> str:
 
 def run_bench(path: Path) -> int:
     """Run ``<binary> bench`` and return its ``Nodes searched`` count."""
-    done = subprocess.run([str(path), "bench"], capture_output=True, text=True, check=False,
-                          timeout=600)
+    try:
+        done = subprocess.run([str(path), "bench"], capture_output=True, text=True,
+                              check=False, timeout=BENCH_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise EngineError(f"{path} bench did not finish within {BENCH_TIMEOUT_S:.0f} s") from exc
+    except OSError as exc:
+        raise EngineError(f"cannot run {path} bench: {exc}") from exc
     found = _BENCH_RE.findall(done.stdout + done.stderr)
     if done.returncode != 0 or not found:
         raise EngineError(f"{path} bench exited {done.returncode} without 'Nodes searched'")
@@ -143,17 +181,58 @@ def bench_signature(path: Path, sha256: str, workspace: Workspace) -> int:
     return _BENCH_MEMO[sha256]
 
 
-def start_uci(config: EngineConfig) -> chess.engine.SimpleEngine:
-    """Start one engine process and apply the registered options."""
-    try:
-        engine = chess.engine.SimpleEngine.popen_uci(str(config.path))
-    except (OSError, chess.engine.EngineError) as exc:
-        raise EngineError(f"cannot start {config.path}: {exc}") from exc
-    missing = [o for o in (*config.uci_options(), "Clear Hash") if o not in engine.options]
+def physical_memory_mb() -> int:
+    """This host's physical memory in MB."""
+    return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20)
+
+
+def option_problems(options: dict[str, chess.engine.Option], config: EngineConfig
+                    ) -> list[str]:
+    """Every reason ``config`` cannot be applied to an engine declaring ``options``."""
+    wanted = config.uci_options()
+    missing = [o for o in (*wanted, "Clear Hash") if o not in options]
     if missing:
-        engine.quit()
-        raise EngineError(f"{config.path} lacks UCI options {missing}")
-    engine.configure(config.uci_options())
+        return [f"lacks UCI options {missing}"]
+    problems = []
+    for name, value in wanted.items():
+        option = options[name]
+        low, high = option.min, option.max
+        if option.type == "spin" and isinstance(value, int) and low is not None \
+                and high is not None and not low <= value <= high:
+            problems.append(f"{name} {value} is outside the engine's range {low}..{high} "
+                            f"({OPTION_FLAGS.get(name, name)})")
+    memory = physical_memory_mb()
+    if config.hash_mb > memory:
+        problems.append(f"Hash {config.hash_mb} MB exceeds this host's {memory} MB of memory "
+                        "(--hash-mb)")
+    return problems
+
+
+ENGINE_FAILURES = (chess.engine.EngineError, chess.engine.EngineTerminatedError, TimeoutError,
+                   asyncio.TimeoutError)
+"""What python-chess raises when an engine misbehaves, dies or does not answer in time."""
+
+
+def start_uci(config: EngineConfig) -> chess.engine.SimpleEngine:
+    """Start one engine process, check the options it declares, and apply the registered ones.
+
+    On any failure the process is stopped and an EngineError names the engine.
+    """
+    try:
+        engine = chess.engine.SimpleEngine.popen_uci(str(config.path), timeout=COMMAND_TIMEOUT_S)
+    except (OSError, *ENGINE_FAILURES) as exc:
+        raise EngineError(f"cannot start {config.path}: {exc or type(exc).__name__}") from exc
+    try:
+        problems = option_problems(dict(engine.options), config)
+        if problems:
+            raise EngineError(f"{config.path}: " + "; ".join(problems))
+        engine.configure(config.uci_options())
+    except BaseException as exc:
+        engine.close()
+        if isinstance(exc, ENGINE_FAILURES):
+            raise EngineError(f"{config.path}: configure failed: "
+                              f"{exc or type(exc).__name__}") from exc
+        raise
     return engine
 
 
@@ -188,6 +267,11 @@ SEARCH_INFO = chess.engine.INFO_BASIC | chess.engine.INFO_SCORE | chess.engine.I
 """What python-chess parses from each ``info`` line (the engine's WDL is always parsed)."""
 
 
+def search_timeout(config: EngineConfig) -> float:
+    """Seconds one search of ``config`` may take before it is an error."""
+    return SEARCH_TIMEOUT_S + config.nodes / MIN_NODES_PER_S
+
+
 def start_search(engine: chess.engine.SimpleEngine, board: chess.Board,
                  config: EngineConfig) -> chess.engine.SimpleAnalysisResult:
     """Clear the hash and start one node-limited MultiPV search of ``board``; return its handle.
@@ -197,14 +281,27 @@ def start_search(engine: chess.engine.SimpleEngine, board: chess.Board,
     ``ucinewgame`` (hash, histories); sending both would clear 256 MB twice per search.
     The call returns once ``go`` is sent, so the caller may do other work meanwhile.
     """
-    return engine.analysis(board, chess.engine.Limit(nodes=config.nodes),
-                           multipv=config.multipv, info=SEARCH_INFO,
-                           options={"Clear Hash": None})
+    try:
+        return engine.analysis(board, chess.engine.Limit(nodes=config.nodes),
+                               multipv=config.multipv, info=SEARCH_INFO,
+                               options={"Clear Hash": None})
+    except ENGINE_FAILURES as exc:
+        raise EngineError(f"{config.path}: search did not start: "
+                          f"{exc or type(exc).__name__}") from exc
 
 
-def finish_search(handle: chess.engine.SimpleAnalysisResult) -> list[chess.engine.InfoDict]:
-    """Wait for ``bestmove`` and return the last report of every MultiPV line, in rank order."""
-    handle.wait()
+def finish_search(handle: chess.engine.SimpleAnalysisResult,
+                  config: EngineConfig) -> list[chess.engine.InfoDict]:
+    """Wait for ``bestmove`` (at most :func:`search_timeout`); return the last report of every
+    MultiPV line, in rank order."""
+    limit = search_timeout(config)
+    loop = handle.simple_engine.protocol.loop
+    try:
+        asyncio.run_coroutine_threadsafe(handle.inner.wait(), loop).result(timeout=limit)
+    except ENGINE_FAILURES as exc:
+        what = (f"timed out after {limit:.0f} s without bestmove" if isinstance(exc, TimeoutError)
+                else f"failed: {exc}")
+        raise EngineError(f"{config.path}: search of {config.nodes} nodes {what}") from exc
     return list(handle.multipv)
 
 
@@ -212,7 +309,7 @@ def search(engine: chess.engine.SimpleEngine, board: chess.Board,
            config: EngineConfig) -> list[chess.engine.InfoDict]:
     """Clear the hash and run one node-limited MultiPV search of ``board``."""
     with start_search(engine, board, config) as handle:
-        return finish_search(handle)
+        return finish_search(handle, config)
 
 
 def score_json(score: chess.engine.Score) -> dict[str, int]:

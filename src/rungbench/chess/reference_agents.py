@@ -94,6 +94,20 @@ def board_from_fen(fen: str, *, field: str = "fen") -> chess.Board:
     return board
 
 
+def playable_board(fen: str, *, field: str = "fen") -> chess.Board:
+    """Return the board of ``fen`` when the side to move has a legal move.
+
+    A checkmate or stalemate is no move-choice cell (there is nothing to choose): an
+    :class:`InputError` naming ``field``, like an invalid FEN.
+    """
+    board = board_from_fen(fen, field=field)
+    if not any(board.legal_moves):
+        ending = "checkmate" if board.is_checkmate() else "stalemate"
+        raise InputError(f"FEN {fen!r} has no legal move ({ending}): not a move-choice cell",
+                         field=field)
+    return board
+
+
 def legal_moves(fen: str) -> list[str]:
     """Return the legal moves of ``fen`` in UCI, sorted."""
     return list(_legal_moves(fen))
@@ -123,9 +137,10 @@ def move_choice_request(
 
     ``candidates`` adds a candidate list to the prompt (oracle-list arm);
     ``shortlist_size`` asks for a shortlist through ``submit_shortlist`` instead of a
-    move (self-shortlist arm). ``best_move`` is metadata only: never shown.
+    move (self-shortlist arm). ``best_move`` is metadata only: never shown. A position
+    without a legal move is refused (:func:`playable_board`).
     """
-    board = board_from_fen(fen)
+    board = playable_board(fen)
     side = "White" if board.turn == chess.WHITE else "Black"
     lines = [
         f"Position (FEN): {board.fen()}",

@@ -24,6 +24,9 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_REFUSAL = 3
 
+SEED_MAX = 2**63 - 1
+"""Largest seed an option accepts (NumPy seeds are non-negative)."""
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -53,13 +56,9 @@ def fail(exc: RungbenchError, *, as_json: bool) -> NoReturn:
     if isinstance(exc, Refusal):
         if as_json:
             emit_json({"ok": False, "error": "refusal", **exc.to_json()})
-        else:
-            head = f"[bold red]refused[/] {escape(str(exc))}"
+        else:  # one line: the refusal's text names every reason code and its detail
+            head = f"[bold red]refused[/] {escape(_one_line(str(exc)))}"
             err_console.print(head, highlight=False, soft_wrap=True)
-            for reason in exc.reasons:
-                subject = f" [{reason.subject}]" if reason.subject else ""
-                line = f"  {reason.code}{subject}: {reason.detail}"
-                err_console.print(escape(line), highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_REFUSAL)
     kind = (
         "input_error" if isinstance(exc, InputError)
@@ -69,8 +68,14 @@ def fail(exc: RungbenchError, *, as_json: bool) -> NoReturn:
     if as_json:
         emit_json({"ok": False, "error": kind, "message": str(exc)})
     else:
-        err_console.print(f"[bold red]error[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error[/] {escape(_one_line(str(exc)))}", highlight=False,
+                          soft_wrap=True)
     raise typer.Exit(EXIT_ERROR)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks folded, so that an error is always one line."""
+    return " ".join(text.split())
 
 
 def run(action: Callable[[], T], *, as_json: bool) -> T:

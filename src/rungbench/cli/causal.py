@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json, run
+from rungbench.cli._common import (
+    EXIT_ERROR,
+    JSON_OPTION,
+    SEED_MAX,
+    console,
+    emit_json,
+    run,
+)
 
 if TYPE_CHECKING:  # the oracle stack (networkx) is imported only when a command runs
     from rungbench.causal.checks.validate import ValidationReport
@@ -53,7 +60,8 @@ def _validate(draws: int, seed: int, as_json: bool) -> ValidationReport:
 @app.command("validate")
 def validate(
     draws: int = typer.Option(200_000, "--draws", help="Monte Carlo draws per world."),
-    seed: int = typer.Option(3, "--seed", help="Seed of the validation worlds and draws."),
+    seed: int = typer.Option(3, "--seed", min=0, max=SEED_MAX,
+                             help="Seed of the validation worlds and draws."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Print the seed's validation table; exit 0 only when every check passes."""

@@ -12,27 +12,54 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from rungbench.cli._common import console, emit_json, progress_bar, run
+from rungbench.cli._common import SEED_MAX, console, emit_json, progress_bar, run
 from rungbench.errors import Reason, Refusal
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
 BenchOpt = Annotated[pathlib.Path, typer.Option("--bench", help="Built bench directory.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing output directory.")]
+
+
+def _worlds_in_range(value: int) -> int:
+    """``--worlds`` outside [1, MAX_WORLDS] is a usage error (exit 2) naming the maximum."""
+    from rungbench.causal.bench.build import MAX_WORLDS
+
+    if not 1 <= value <= MAX_WORLDS:
+        raise typer.BadParameter(f"{value} is not in [1, {MAX_WORLDS}] (the registered maximum)")
+    return value
+
+
+def _n_in_range(value: int) -> int:
+    """``--n`` outside [1, MAX_GENERATED] is a usage error (exit 2)."""
+    from rungbench.causal.checks.agreement import MAX_GENERATED
+
+    if not 1 <= value <= MAX_GENERATED:
+        raise typer.BadParameter(f"{value} is not in [1, {MAX_GENERATED}]")
+    return value
 
 
 def build_command(
     split: Annotated[str, typer.Option("--split", help="dev, validation or test.")],
-    seed: Annotated[int, typer.Option("--seed", help="Build seed (kept private).")],
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX,
+                                      help="Build seed (kept private).")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Output directory.")],
-    worlds: Annotated[int, typer.Option("--worlds", help="Number of worlds.")] = 60,
+    worlds: Annotated[int, typer.Option("--worlds", help="Number of worlds (at most 2000).",
+                                        callback=_worlds_in_range)] = 60,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Build a split: DIR/public (cases) and DIR/private (oracle, mode 0700)."""
+    """Build a split: DIR/public (cases), DIR/private (oracle, mode 0700), DIR/SEAL.json.
+
+    The bench appears at DIR only complete and sealed; an existing DIR is refused
+    (exit 3, ``exists``) unless --force.
+    """
     from rungbench.causal.bench.build import build_split
 
     if split not in ("dev", "validation", "test"):
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
-        summary = run(lambda: build_split(split, worlds, seed, out, progress), as_json=as_json)
+        summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force),
+                      as_json=as_json)
     if as_json:
         emit_json(summary)
         return
@@ -55,12 +82,13 @@ def eval_command(
     bench: BenchOpt,
     agent: Annotated[str, typer.Option("--agent", help="reference:NAME.")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Run directory.")],
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run an agent on every public case, score it, label its failures."""
+    """Run an agent on every public case, score it, label its failures (sealed run dir)."""
     from rungbench.causal.bench.evaluate import evaluate
 
-    summary = run(lambda: evaluate(bench, agent, out), as_json=as_json)
+    summary = run(lambda: evaluate(bench, agent, out, force=force), as_json=as_json)
     if as_json:
         emit_json(summary)
         return
@@ -75,12 +103,18 @@ def score_command(
     responses: Annotated[pathlib.Path, typer.Option("--responses", help="agent_response JSONL.")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Run directory.")],
     arm: Annotated[str, typer.Option("--arm", help="Arm name for the run manifest.")] = "external",
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Score an external agent's responses; bad lines are counted invalid and named."""
+    """Score an external agent's responses; bad lines are counted invalid and named.
+
+    Responses naming mostly case ids of another bench are refused (exit 3,
+    ``foreign_cases``); a repeated case id is an invalid line.
+    """
     from rungbench.causal.bench.evaluate import score_responses
 
-    summary = run(lambda: score_responses(bench, responses, out, arm), as_json=as_json)
+    summary = run(lambda: score_responses(bench, responses, out, arm, force=force),
+                  as_json=as_json)
     if as_json:
         emit_json(summary)
         return
@@ -96,7 +130,10 @@ def _print_outcomes(summary: dict[str, Any], title: str) -> None:
     table.add_column("n", justify="right")
     for k, n in summary["outcomes"].items():
         table.add_row(k, str(n))
+    table.add_row("missing (no response)", str(summary["missing"]))
     console.print(table)
+    console.print(f"{summary['n']} bench cases (the denominator); "
+                  f"{len(summary['invalid_lines'])} invalid lines", highlight=False)
     for label, n in summary["labels"].items():
         console.print(f"  {label}: {n}")
 
@@ -106,10 +143,14 @@ def report_command(
     other: Annotated[
         pathlib.Path | None, typer.Option("--vs", help="Second run for a paired delta.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX, help="Bootstrap seed.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Accuracy by family and rung, identification table, calibration, paired delta."""
+    """Accuracy by family and rung, identification table, calibration, paired delta.
+
+    Reads the run's private verdicts after verifying its seal; each accuracy carries a
+    per-case Clopper–Pearson and a cluster-bootstrap-over-worlds interval.
+    """
     from rungbench.causal.bench.report import build_report, to_markdown
 
     report = run(lambda: build_report(run_dir, other, seed=seed), as_json=as_json)
@@ -156,8 +197,10 @@ def audit_command(
 
 
 def agreement_command(
-    n: Annotated[int, typer.Option("--n", help="Generated responses.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Generation seed.")] = 20261003,
+    n: Annotated[int, typer.Option("--n", help="Generated responses (1 to 1,000,000).",
+                                   callback=_n_in_range)] = 1000,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX,
+                                      help="Generation seed.")] = 20261003,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare the two independent scorers on hand cases and generated responses."""

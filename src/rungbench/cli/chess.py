@@ -8,15 +8,28 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from rungbench.chess.engine import DEFAULT_ENGINE, DEFAULT_NODES, EngineConfig
+from rungbench.chess.engine import (
+    DEFAULT_ENGINE,
+    DEFAULT_NODES,
+    MAX_HASH_MB,
+    MAX_NODES,
+    EngineConfig,
+)
 from rungbench.chess.labels.cohort import freeze_cohort
-from rungbench.chess.labels.config import LabelConfig
-from rungbench.chess.labels.idle import IdleGate, default_max_load
+from rungbench.chess.labels.config import MAX_WORKERS, LabelConfig
+from rungbench.chess.labels.idle import IdleGate, default_max_load, valid_max_load
 from rungbench.chess.labels.label import run_label_stage
-from rungbench.chess.labels.pool import PoolConfig, PoolSource, bundled_data_dir, freeze_pool
+from rungbench.chess.labels.pool import (
+    MAX_LEGAL_MOVES,
+    PoolConfig,
+    PoolSource,
+    bundled_data_dir,
+    freeze_pool,
+)
 from rungbench.chess.labels.qualify import DEFAULT_COHORTS, preflight, qualify
+from rungbench.chess.labels.stability import MIN_LINES
 from rungbench.chess.workspace import Workspace
-from rungbench.cli._common import JSON_OPTION, console, emit_json, progress_bar, run
+from rungbench.cli._common import JSON_OPTION, SEED_MAX, console, emit_json, progress_bar, run
 
 app = typer.Typer(
     help="Chess (seeds 000-002): A104 transcript census, recorded games, engine-blind pool, "
@@ -39,6 +52,13 @@ PATHS_ARGUMENT = typer.Argument(..., help="PGN, game JSON, JSONL or transcript f
 ENGINE_OPTION = typer.Option(DEFAULT_ENGINE, help="UCI engine binary.")
 
 
+def _max_load(value: float) -> float:
+    """Typer callback: a load threshold must be finite and >= 0 (nan would disable the gate)."""
+    if not valid_max_load(value):
+        raise typer.BadParameter(f"{value!r} is not a finite load average >= 0")
+    return value
+
+
 def _show(title: str, summary: dict[str, Any]) -> None:
     table = Table(title=title, show_header=False)
     for key, value in summary.items():
@@ -52,14 +72,18 @@ def pool_freeze(
     work: Path = WORK_OPTION,
     puzzles: Path | None = PUZZLES_OPTION,
     games: Path | None = GAMES_OPTION,
-    puzzle_limit: int | None = typer.Option(None, help="Read only the first N puzzles."),
-    games_limit: int | None = typer.Option(None, help="Read only the first N game lines."),
-    reserve: int = typer.Option(1, help="Reserve quota per split × phase × colour cell."),
-    seed: int = typer.Option(0, help="Seed of the split hash."),
-    min_width: int = typer.Option(10, help="Minimum legal root moves."),
+    puzzle_limit: int | None = typer.Option(None, min=1,
+                                            help="Read only the first N puzzles."),
+    games_limit: int | None = typer.Option(None, min=1,
+                                           help="Read only the first N game lines."),
+    reserve: int = typer.Option(1, min=0, help="Reserve quota per split × phase × colour cell."),
+    seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed of the split hash."),
+    min_width: int = typer.Option(10, min=MIN_LINES, max=MAX_LEGAL_MOVES,
+                                  help="Minimum legal root moves (top-10 needs at least 10)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing pool."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Freeze the engine-blind pool (no engine is opened)."""
+    """Freeze the engine-blind pool (no engine is opened); an existing pool needs --force."""
     def action() -> dict[str, Any]:
         data = bundled_data_dir()
         sources = [
@@ -69,7 +93,7 @@ def pool_freeze(
                        / "filtered_chess_positions.jsonl", games_limit),
         ]
         config = PoolConfig(seed=seed, min_width=min_width, reserve=reserve)
-        return freeze_pool(Workspace(work), sources, config)
+        return freeze_pool(Workspace(work), sources, config, force=force)
 
     summary = run(action, as_json=as_json)
     emit_json(summary) if as_json else _show("pool frozen", summary)
@@ -84,7 +108,10 @@ def cohort_freeze(
                                   help="Mark the cohort terminal (its run has ended)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Freeze a cohort of games with every board state they reached."""
+    """Freeze a cohort of games with every board state they reached.
+
+    A terminal cohort is never replaced; a live one may be re-frozen.
+    """
     summary = run(lambda: freeze_cohort(Workspace(work), name, paths, terminal=terminal),
                   as_json=as_json)
     emit_json(summary) if as_json else _show(f"cohort {name} frozen", summary)
@@ -110,21 +137,27 @@ def label_preflight(work: Path = WORK_OPTION, cohort: list[str] = COHORT_OPTION,
 def label_run(
     work: Path = WORK_OPTION,
     cohort: list[str] = COHORT_OPTION,
-    workers: int = typer.Option(1, min=1, help="Engine processes searching in parallel."),
-    nodes: int = typer.Option(DEFAULT_NODES, min=1, help="Node limit per search."),
-    hash_mb: int = typer.Option(256, min=1, help="UCI Hash in MB (registered: 256)."),
+    workers: int = typer.Option(1, min=1, max=MAX_WORKERS,
+                                help="Engine processes searching in parallel."),
+    nodes: int = typer.Option(DEFAULT_NODES, min=1, max=MAX_NODES, help="Node limit per search."),
+    hash_mb: int = typer.Option(256, min=1, max=MAX_HASH_MB,
+                                help="UCI Hash in MB (registered: 256; at most what the engine "
+                                "declares and this host holds)."),
     engine: Path = ENGINE_OPTION,
-    max_load: float = typer.Option(default_max_load(), help="Idle gate: max 1-minute load."),
+    max_load: float = typer.Option(default_max_load(), callback=_max_load,
+                                   help="Idle gate: max 1-minute load (finite, >= 0)."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run or resume the two-pass label stage and publish it all or nothing."""
     config = LabelConfig(engine=EngineConfig(path=engine, nodes=nodes, hash_mb=hash_mb),
                          cohorts=tuple(cohort),
                          workers=workers)
+
+    def action() -> dict[str, Any]:
+        return run_label_stage(Workspace(work), config, IdleGate(max_load=max_load), progress)
+
     with progress_bar("labelling", quiet=as_json) as progress:
-        summary = run(lambda: run_label_stage(Workspace(work), config,
-                                              IdleGate(max_load=max_load), progress),
-                      as_json=as_json)
+        summary = run(action, as_json=as_json)
     if as_json:
         emit_json(summary)
     else:

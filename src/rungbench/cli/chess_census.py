@@ -15,8 +15,23 @@ import typer
 from rich.table import Table
 
 from rungbench.chess.transcripts.dispatch import VERSIONS
-from rungbench.cli._common import JSON_OPTION, choice, console, emit_json, progress_bar, run
-from rungbench.cli.run import PARAM_OPTION
+from rungbench.cli._common import (
+    JSON_OPTION,
+    SEED_MAX,
+    choice,
+    console,
+    emit_json,
+    progress_bar,
+    run,
+)
+from rungbench.cli.run import (
+    BACKOFF_HELP,
+    BASE_URL_OPTION,
+    PARAM_OPTION,
+    TIMEOUT_HELP,
+    check_backoff,
+    positive_seconds,
+)
 from rungbench.jobs.play import COLOURS, OPPONENTS
 from rungbench.jobs.runs import DEFAULT_API_KEY_ENV
 
@@ -57,28 +72,30 @@ AGENT_HELP = "reference:NAME (scripted, random or engine); default reference:scr
 def play_cmd(
     out: Annotated[Path, typer.Argument(help="Folder to write the native corpus into.")],
     games: int = typer.Option(10, min=1, help="Games to play."),
-    seed: int = typer.Option(0, help="Seed of the opponent and of the reference agent."),
+    seed: int = typer.Option(0, min=0, max=SEED_MAX,
+                            help="Seed of the opponent and of the reference agent."),
     colour: str = typer.Option("black", callback=choice(COLOURS), help="white or black."),
     opponent: str = typer.Option("random", callback=choice(OPPONENTS),
                                  help="random, or stockfish (fixed node budget)."),
     nodes: int = typer.Option(1000, min=1, help="Engine node budget per move."),
     max_plies: int = typer.Option(80, min=1, help="Half-moves after which a game stops."),
-    dispatcher: str = typer.Option("llmchess-2025-08", help=f"One of {sorted(VERSIONS)}."),
+    dispatcher: str = typer.Option("llmchess-2025-08", callback=choice(tuple(sorted(VERSIONS))),
+                                   help=f"One of {sorted(VERSIONS)}."),
     force: bool = typer.Option(False, "--force", help="Replace a corpus already in OUT."),
     agent: str | None = typer.Option(None, "--agent", help=AGENT_HELP),
     model: str | None = typer.Option(None, "--model", help="openai:MODEL (a real model)."),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible base URL."),
+    base_url: str | None = BASE_URL_OPTION,
     api_key_env: str = typer.Option(
         DEFAULT_API_KEY_ENV, "--api-key-env", help="Environment variable holding the API key."
     ),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model request."),
+    timeout: float = typer.Option(120.0, "--timeout", callback=positive_seconds,
+                                  help=TIMEOUT_HELP),
     param: list[str] = PARAM_OPTION,
     max_attempts: int = typer.Option(
         4, "--max-attempts", min=1, help="Attempts per model request (reliability failures)."
     ),
-    backoff: str = typer.Option(
-        "2,8,30", "--backoff", help="Waits before attempt 2, 3, … in seconds (last repeats)."
-    ),
+    backoff: str = typer.Option("2,8,30", "--backoff", callback=check_backoff,
+                                help=BACKOFF_HELP),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Play games with a reference agent or a real model and write a native corpus."""

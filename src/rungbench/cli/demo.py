@@ -119,9 +119,13 @@ def _done(outcome: StageOutcome) -> None:
 
 
 def _workdir(workdir: Path | None) -> Path:
+    """The demo's output folder, created; :class:`InputError` naming the first path on the
+    way that is a file (the folder itself or one above it)."""
     base = workdir or Path(tempfile.mkdtemp(prefix="rungbench-demo-"))
-    if base.exists() and not base.is_dir():
-        raise InputError("--workdir is not a directory", path=str(base))
+    for path in (base, *base.parents):
+        if path.exists() and not path.is_dir():
+            raise InputError("--workdir is not a directory (a file is here)", path=str(path))
+    base.mkdir(parents=True, exist_ok=True)
     return base
 
 

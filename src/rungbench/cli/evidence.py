@@ -29,6 +29,7 @@ from rungbench.evidence import (
     read_manifest,
     resolve_builder,
 )
+from rungbench.evidence.inventory import InventoryReport, verify_inventory
 from rungbench.evidence.operations import (
     append_event,
     check_named,
@@ -39,7 +40,6 @@ from rungbench.evidence.operations import (
     ref_action,
     verify_ledger,
 )
-from rungbench.evidence.store import BadObject
 
 app = typer.Typer(
     help="Content-addressed store, freeze/check, hash-chained ledger, run manifests.",
@@ -93,29 +93,34 @@ def get(
 
 @app.command("verify")
 def verify(store: StoreOpt, as_json: JsonOpt = False) -> None:
-    """Re-hash every object; exit 1 and list every bad one."""
+    """Re-hash every object and look for every object a ref or stored record needs;
+    exit 1 listing each bad or missing one."""
     with progress_bar("verifying objects", quiet=as_json) as progress:
         objects = run(lambda: existing_store(store), as_json=as_json)
-        bad = run(lambda: objects.verify(progress=progress), as_json=as_json)
-    count = sum(1 for _ in objects.iter_digests())
+        report = run(lambda: verify_inventory(objects, progress=progress), as_json=as_json)
     if as_json:
-        emit_json({"ok": not bad, "objects": count, "bad": [b.to_json() for b in bad]})
+        emit_json(report.to_json())
     else:
-        _print_bad(bad, count)
-    if bad:
+        _print_report(report)
+    if not report.ok:
         raise typer.Exit(EXIT_ERROR)
 
 
-def _print_bad(bad: list[BadObject], count: int) -> None:
-    if not bad:
-        console.print(f"[green]ok[/] {count} objects verified", soft_wrap=True)
+def _print_report(report: InventoryReport) -> None:
+    if report.ok:
+        console.print(f"[green]ok[/] {report.objects} objects verified, none missing",
+                      soft_wrap=True)
         return
-    err_console.print(f"[bold red]error[/] {len(bad)} bad objects", highlight=False, soft_wrap=True)
-    for item in bad:
+    err_console.print(f"[bold red]error[/] {len(report.bad)} bad objects, "
+                      f"{len(report.missing)} missing", highlight=False, soft_wrap=True)
+    for item in report.bad:
         found = item.actual or "malformed name"
         err_console.print(
             f"  {item.path}: holds {found}, named {item.expected}", highlight=False, soft_wrap=True
         )
+    for gone in report.missing:
+        err_console.print(f"  {gone.digest} missing, needed by {'; '.join(gone.referenced_by)}",
+                          highlight=False, soft_wrap=True)
 
 
 @app.command("ledger-verify")
@@ -127,10 +132,20 @@ def ledger_verify(
             "--anchor", help="A head hash recorded earlier; the chain must still contain it."
         ),
     ] = None,
+    anchor_manifest: Annotated[
+        Path | None,
+        typer.Option("--anchor-manifest", help="Use the ledger_head of this run manifest as "
+                     "the anchor."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Verify the hash chain; exit 1 naming the first bad row."""
-    report: ChainReport = run(lambda: verify_ledger(db, anchor), as_json=as_json)
+    """Verify the hash chain; exit 1 naming the first bad row.
+
+    A keyless chain cannot see a truncated or re-hashed tail on its own: pass the head
+    printed earlier (--anchor) or a run manifest that recorded it (--anchor-manifest).
+    """
+    report: ChainReport = run(lambda: verify_ledger(db, anchor, anchor_manifest),
+                              as_json=as_json)
     if as_json:
         emit_json(report.to_json())
     elif report.first_bad is None:
@@ -155,10 +170,16 @@ def ledgerappend_event(
     db: Annotated[Path, typer.Argument(help="Ledger SQLite file (created if missing).")],
     kind: Annotated[str, typer.Option("--kind", help="Event type.")],
     payload: Annotated[str, typer.Option("--payload", help="Event body as JSON.")] = "{}",
+    anchor: Annotated[
+        str | None,
+        typer.Option("--anchor", help="A head printed earlier; refuse unless the chain "
+                     "still contains it."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Append one event to the ledger and print its seq and hash."""
-    event = run(lambda: append_event(db, kind, payload), as_json=as_json)
+    """Append one event to a ledger whose chain verifies; print its seq and hash (the new
+    head, an anchor to keep elsewhere for ledger-verify --anchor)."""
+    event = run(lambda: append_event(db, kind, payload, anchor), as_json=as_json)
     if as_json:
         emit_json({"ok": True, **event})
     else:

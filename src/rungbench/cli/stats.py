@@ -1,15 +1,24 @@
 """`rungbench stats ...` commands: binomial intervals, MDE envelope, McNemar sample size.
 
 Each command parses, calls one ``rungbench.stats`` function and prints a Rich
-table, or one JSON document under ``--json``. Bad input exits 1 with one line.
+table, or one JSON document under ``--json``. An option value the library would refuse
+on its own (zero, negative, nan, inf, a power outside (0.5, 1)) is a usage error, exit 2,
+naming the option: each option's callback runs the library's own check. Inputs that are
+bad only together (k > n, clusters > n, discordance below the effect) and results no float
+can hold exit 1 with one line.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 import typer
 from rich.table import Table
 
 from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.errors import InputError
+from rungbench.stats._checks import check_alpha, check_count, check_positive, check_power
 from rungbench.stats.intervals import binomial_intervals
 from rungbench.stats.power import mcnemar_sample_size, mde
 from rungbench.stats.seeds import SeedFigure, seed_figure_list
@@ -18,8 +27,52 @@ app = typer.Typer(
     help="Intervals, multiplicity-aware MDE and McNemar sample size.", no_args_is_help=True
 )
 
-ALPHA_OPTION = typer.Option(0.05, "--alpha", help="Two-sided error rate.")
-POWER_OPTION = typer.Option(0.8, "--power", help="Target power.")
+V = TypeVar("V", int, float)
+
+
+def checked(check: Callable[[V, str], object]) -> Callable[[typer.CallbackParam, V | None],
+                                                           V | None]:
+    """A Typer callback running a library check: its InputError becomes a usage error (exit 2)."""
+
+    def callback(param: typer.CallbackParam, value: V | None) -> V | None:
+        if value is None:
+            return None
+        field = param.name or "value"
+        try:
+            check(value, field)
+        except InputError as exc:
+            raise typer.BadParameter(str(exc).removesuffix(f" (field {field!r})")) from None
+        return value
+
+    return callback
+
+
+def _count(minimum: int) -> Callable[[int, str], object]:
+    return lambda value, field: check_count(value, field=field, minimum=minimum)
+
+
+def _positive(value: float, field: str) -> object:
+    return check_positive(value, field=field)
+
+
+def _share(value: float, field: str) -> object:
+    if check_positive(value, field=field) > 1:
+        raise InputError(f"{field} is a share and must be <= 1, got {value!r}", field=field)
+    return value
+
+
+def _alpha(value: float, field: str) -> object:
+    return check_alpha(value, field=field)
+
+
+def _power(value: float, field: str) -> object:
+    return check_power(value, field=field)
+
+
+ALPHA_OPTION = typer.Option(0.05, "--alpha", help="Two-sided error rate.",
+                            callback=checked(_alpha))
+POWER_OPTION = typer.Option(0.8, "--power", help="Target power, strictly between 0.5 and 1.",
+                            callback=checked(_power))
 
 
 def _table(title: str, rows: list[tuple[str, str]]) -> Table:
@@ -33,8 +86,8 @@ def _table(title: str, rows: list[tuple[str, str]]) -> Table:
 
 @app.command("binom")
 def binom(
-    k: int = typer.Argument(..., help="Successes."),
-    n: int = typer.Argument(..., help="Trials."),
+    k: int = typer.Argument(..., help="Successes.", callback=checked(_count(0))),
+    n: int = typer.Argument(..., help="Trials.", callback=checked(_count(1))),
     alpha: float = ALPHA_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
@@ -54,13 +107,17 @@ def binom(
 
 @app.command("mde")
 def mde_command(
-    n: int = typer.Option(..., "--n", help="Paired units (e.g. held-out positions)."),
-    sd: float = typer.Option(..., "--sd", help="SD of the paired differences."),
-    tests: int = typer.Option(..., "--tests", help="Tests in the Holm-controlled family."),
+    n: int = typer.Option(..., "--n", help="Paired units (e.g. held-out positions).",
+                          callback=checked(_count(1))),
+    sd: float = typer.Option(..., "--sd", help="SD of the paired differences.",
+                             callback=checked(_positive)),
+    tests: int = typer.Option(..., "--tests", help="Tests in the Holm-controlled family.",
+                              callback=checked(_count(1))),
     power: float = POWER_OPTION,
     alpha: float = ALPHA_OPTION,
     clusters: int | None = typer.Option(
-        None, "--clusters", help="Independent clusters; replaces N as the denominator."),
+        None, "--clusters", help="Independent clusters; replaces N as the denominator.",
+        callback=checked(_count(1))),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Normal-approximation MDE at Holm's first-step alpha (seed 000)."""
@@ -81,8 +138,10 @@ def mde_command(
 
 @app.command("mcnemar-n")
 def mcnemar_n(
-    effect: float = typer.Option(..., "--effect", help="Paired difference p10 − p01."),
-    discordance: float = typer.Option(..., "--discordance", help="Discordant share p10 + p01."),
+    effect: float = typer.Option(..., "--effect", help="Paired difference p10 − p01.",
+                                 callback=checked(_share)),
+    discordance: float = typer.Option(..., "--discordance", help="Discordant share p10 + p01.",
+                                      callback=checked(_share)),
     alpha: float = ALPHA_OPTION,
     power: float = POWER_OPTION,
     as_json: bool = JSON_OPTION,

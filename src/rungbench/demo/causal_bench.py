@@ -17,9 +17,10 @@ def run(workdir: Path) -> StageResult:
     """Build 26 dev worlds, score two reference agents, compare them, audit the bench."""
     start = time.perf_counter()
     bench = workdir / "causal_bench"
-    built = build_split("dev", 26, 20261003, bench)
-    oracle = evaluate(bench, "reference:oracle", workdir / "run_oracle")
-    rung1 = evaluate(bench, "reference:rung1", workdir / "run_rung1")
+    # The demo owns its workdir: re-running it there replaces its own bench and runs.
+    built = build_split("dev", 26, 20261003, bench, force=True)
+    oracle = evaluate(bench, "reference:oracle", workdir / "run_oracle", force=True)
+    rung1 = evaluate(bench, "reference:rung1", workdir / "run_rung1", force=True)
     report = build_report(workdir / "run_rung1", workdir / "run_oracle")
     audits = audit_bench(bench)
     summary = {

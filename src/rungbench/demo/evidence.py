@@ -23,6 +23,7 @@ from rungbench.evidence import (
     recorded_digests,
     shared_data_dir,
     verify_chain,
+    verify_inventory,
     write_manifest,
 )
 
@@ -88,7 +89,7 @@ def run(workdir: Path) -> StageResult:
         ledger.append("check", {"frozen": frozen.digest, "passed": True})
         stale_codes = _stale_refusal(store, next(iter(files.values())), base / "scratch")
         ledger.append("check", {"name": "stale-demo", "passed": False, "codes": stale_codes})
-        bad = store.verify()
+        inventory = verify_inventory(store)
         chain = ledger.verify()
         head = ledger.head()
     plan = {"stage": "evidence-demo", "builder": INVENTORY.id, "inputs": sorted(files)}
@@ -114,7 +115,8 @@ def run(workdir: Path) -> StageResult:
         "files": len(files),
         "digests_matching_sources_md": matched,
         "objects": sum(1 for _ in store.iter_digests()),
-        "bad_objects": len(bad),
+        "bad_objects": len(inventory.bad),
+        "missing_objects": len(inventory.missing),
         "frozen": frozen.digest,
         "inventory": frozen.record.output,
         "stale_check_refused_with": stale_codes,
@@ -127,4 +129,6 @@ def run(workdir: Path) -> StageResult:
         "git_commit": manifest.git_commit,
         "input_digests": digests,
     }
-    return StageResult(summary)
+    failure = None if inventory.ok else (
+        f"store {store.root}: {len(inventory.bad)} bad, {len(inventory.missing)} missing objects")
+    return StageResult(summary, failure=failure)

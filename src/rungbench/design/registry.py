@@ -76,6 +76,8 @@ def load_design_file(path: Path) -> RegisteredDesign:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read design: {exc.strerror}", path=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from exc
     return parse_design(text, name=path.stem, source=str(path))
 
 

@@ -37,6 +37,7 @@ from rungbench.evidence.freeze import (
     resolve_builder,
 )
 from rungbench.evidence.gate import Gate, GateReport, Precondition, require
+from rungbench.evidence.inventory import InventoryReport, MissingObject, verify_inventory
 from rungbench.evidence.ledger import (
     GENESIS,
     BadRow,
@@ -78,7 +79,9 @@ __all__ = [
     "FrozenRecord",
     "Gate",
     "GateReport",
+    "InventoryReport",
     "Ledger",
+    "MissingObject",
     "ObjectStore",
     "Precondition",
     "RefMove",
@@ -113,6 +116,7 @@ __all__ = [
     "scheme_record",
     "shared_data_dir",
     "verify_chain",
+    "verify_inventory",
     "write_atomic",
     "write_manifest",
 ]

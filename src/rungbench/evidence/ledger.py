@@ -5,9 +5,36 @@ row ``seq - 1``; :data:`GENESIS` for row 1) and ``hash``, the digest of the
 canonical JSON of ``{"seq", "prev_hash", "kind", "payload", "time"}``. Editing,
 deleting or reordering any row therefore breaks either that row's own hash or
 the next row's link, and :func:`verify_chain` names the first row where that
-happens. Deleting rows from the *end* leaves a shorter valid chain; only an
-anchor recorded elsewhere (a run manifest's ``ledger_head``) reveals it, and
-:func:`verify_chain` takes one.
+happens.
+
+**Appends verify first.** :meth:`Ledger.append` never extends a broken chain: the
+first append through a connection walks the whole chain (measured: about 26 µs a
+row, 2.6 s for 100,000 rows, paid once per connection); every later append
+re-checks the row it last verified (still there, same hash, content still hashing
+to it) and every row other writers added since, so it costs a row or two beside
+the 3 ms of the synchronous commit itself. A
+broken chain raises :class:`~rungbench.errors.IntegrityError` naming the file and
+the row (exit 1), and nothing is written. :meth:`Ledger.require_intact` runs the
+same check without appending (a ref move calls it before it moves the ref).
+
+**What a keyless hash chain cannot detect.** The chain has no secret, so anyone
+who can write the file can also recompute hashes:
+
+- a *forged tail*: rows edited, or added, with every hash from there on
+  recomputed, is a valid chain;
+- a *truncated tail*: rows deleted from the end leave a shorter valid chain;
+- a wholly rewritten ledger, for the same reason.
+
+The defence is an **anchor** kept somewhere the ledger's writer cannot change:
+the head hash, which ``evidence ledger-append`` and ``evidence ledger-verify``
+print and which a run manifest records as ``ledger_head``. ``verify_chain(path,
+anchor=HEAD)`` (``evidence ledger-verify --anchor HEAD`` or ``--anchor-manifest
+FILE``) requires the chain still to contain that hash: since each hash covers
+every row before it, this detects any edit, deletion or reordering of rows up to
+the anchored one and any truncation below it. Rows appended after the anchor
+remain as trustworthy as their writer; catching a forgery there needs a keyed
+MAC or a signature, which rungbench deliberately does not manage
+(docs/CONTRACTS.md, "Ledger anchors").
 
 The Python API is insert-only (there is no update or delete method), and
 SQLite triggers abort any UPDATE or DELETE issued through SQL. Appends take
@@ -146,12 +173,18 @@ class Ledger:
     def __init__(self, path: str | Path, *, timeout: float = 60.0, clock: Clock = _utc_now) -> None:
         self.path = Path(path)
         self._clock = clock
+        self._verified: tuple[int, str] | None = None
         if not self.path.parent.is_dir():
             raise InputError("directory does not exist", path=str(self.path.parent))
-        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        if self.path.exists() and not self.path.is_file():
+            raise InputError("a ledger is a file, but a directory is here", path=str(self.path))
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise InputError(f"cannot open ledger: {exc}", path=str(self.path)) from exc
         try:
             self._setup(timeout)
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self._db.close()
             raise InputError(f"not a usable ledger database: {exc}", path=str(self.path)) from exc
 
@@ -170,7 +203,11 @@ class Ledger:
             raise
 
     def append(self, kind: str, payload: Any) -> Event:
-        """Append one event and return it; waits for other writers, never forks the chain."""
+        """Append one event and return it; waits for other writers, never forks the chain.
+
+        Raises :class:`IntegrityError` naming the file and row, and writes nothing, when
+        the chain is broken (see the module docstring).
+        """
         if not kind:
             raise InputError("event kind must be non-empty", field="kind")
         text = canonical_bytes(payload).decode("utf-8")
@@ -178,12 +215,16 @@ class Ledger:
         if moment.tzinfo is None:
             raise InputError(f"ledger clock returned naive datetime {moment!r}", field="time")
         time = moment.astimezone(UTC).isoformat(timespec="microseconds")
+        try:
+            return self._append(kind, payload, text, time)
+        except sqlite3.Error as exc:
+            raise InputError(f"cannot append to the ledger: {exc}", path=str(self.path)) from exc
+
+    def _append(self, kind: str, payload: Any, text: str, time: str) -> Event:
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            row = self._db.execute(
-                f"SELECT seq, hash FROM {TABLE} ORDER BY seq DESC LIMIT 1"
-            ).fetchone()
-            seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
+            last, prev = self._verify_tail()
+            seq = last + 1
             event = Event(
                 seq,
                 prev,
@@ -200,7 +241,47 @@ class Ledger:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        self._verified = (seq, event.hash)
         return event
+
+    def require_intact(self) -> str | None:
+        """Verify the chain as an append would, without appending; return the head hash.
+
+        Raises :class:`IntegrityError` naming the file and the first bad row.
+        """
+        try:
+            self._db.execute("BEGIN")
+            try:
+                count, head = self._verify_tail()
+            finally:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            raise InputError(f"cannot read the ledger: {exc}", path=str(self.path)) from exc
+        return head if count else None
+
+    def _verify_tail(self) -> tuple[int, str]:
+        """Check every row not yet verified through this connection; return (seq, hash) of
+        the last row (0 and GENESIS when empty). Call inside a transaction."""
+        if self._verified is None:
+            report = walk_chain(self._db)
+            report.require_ok(str(self.path))
+            self._verified = (report.count, report.head or GENESIS)
+            return self._verified
+        seq, head = self._verified
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM {TABLE} WHERE seq >= ? ORDER BY seq", (max(seq, 1),)
+        )
+        if seq > 0:
+            bad = _known_row_problem(rows.fetchone(), seq, head)
+            if bad is not None:
+                ChainReport(seq - 1, None, bad).require_ok(str(self.path))
+        for row in rows:
+            bad = _check_row(tuple(row), seq + 1, head)
+            if bad is not None:
+                ChainReport(seq, head, bad).require_ok(str(self.path))
+            seq, head = seq + 1, str(row[2])
+        self._verified = (seq, head)
+        return self._verified
 
     def events(self) -> Iterator[Event]:
         """Yield every event in ``seq`` order (payloads parsed, not verified)."""
@@ -274,6 +355,16 @@ def walk_chain(db: sqlite3.Connection, *, anchor: str | None = None) -> ChainRep
         detail = f"anchored head {anchor} is not in the chain, which ends at seq {count}"
         return ChainReport(count, head, BadRow(count + 1, "truncated", detail))
     return ChainReport(count, head, None)
+
+
+def _known_row_problem(row: Any, seq: int, known: str) -> BadRow | None:
+    """Why row ``seq``, verified earlier with hash ``known``, no longer holds (None: it does)."""
+    if row is None or row[0] != seq:
+        detail = f"row seq {seq}, verified earlier as {known}, is gone (rows deleted)"
+        return BadRow(seq, "truncated", detail)
+    if row[2] != known:
+        return BadRow(seq, "hash", f"row was {known} when verified, is now {row[2]}")
+    return _check_row(tuple(row), seq, str(row[1]))
 
 
 def _check_row(row: tuple[Any, ...], expected_seq: int, prev: str) -> BadRow | None:

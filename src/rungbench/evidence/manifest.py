@@ -5,6 +5,14 @@ code runs from a checkout, the digest of the design executed, the digest of
 every input, the registered exclusions, timezone-aware start and end times, and
 optionally the ledger head at the end of the run (an anchor for
 :func:`rungbench.evidence.ledger.verify_chain`).
+
+The file is the manifest's canonical JSON with one more key, ``manifest_digest``:
+the digest of the manifest without that key (:attr:`RunManifest.digest`).
+:func:`read_manifest` recomputes it, so a flipped byte, a truncation or an edit
+of any field is an :class:`~rungbench.errors.IntegrityError` naming the file. Like
+the ledger's chain this is keyless: it catches damage and careless edits, not a
+forger who recomputes the digest; the defence against that is the digest kept
+elsewhere (the ledger, a report that cites it).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from typing import Any, Final, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rungbench import __version__
-from rungbench.errors import InputError
+from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import (
     DIGEST_SCHEME,
     Digest,
@@ -30,6 +38,9 @@ from rungbench.evidence.store import write_atomic
 
 MANIFEST_SCHEMA: Final = "rungbench.run-manifest/1"
 """Version tag of the manifest record."""
+
+CHECKSUM_KEY: Final = "manifest_digest"
+"""Key of the file's self-check: the digest of the manifest without this key."""
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -150,27 +161,58 @@ def build_manifest(
 
 
 def manifest_json_schema() -> dict[str, Any]:
-    """Return the JSON Schema of :class:`RunManifest` (by alias, as written)."""
-    return RunManifest.model_json_schema(by_alias=True)
+    """Return the JSON Schema of a manifest file: :class:`RunManifest` (by alias) plus
+    the required ``manifest_digest`` self-check."""
+    schema = RunManifest.model_json_schema(by_alias=True)
+    schema["properties"][CHECKSUM_KEY] = {
+        "type": "string", "pattern": r"^sha256:[0-9a-f]{64}$",
+        "description": "Digest of the canonical JSON of this object without this key.",
+    }
+    schema["required"] = [*schema.get("required", []), CHECKSUM_KEY]
+    return schema
+
+
+def manifest_file_bytes(manifest: RunManifest) -> bytes:
+    """The bytes of a manifest file: canonical JSON with the ``manifest_digest`` self-check."""
+    return canonical_bytes({**manifest.to_json(), CHECKSUM_KEY: manifest.digest})
 
 
 def write_manifest(path: str | Path, manifest: RunManifest, *, overwrite: bool = False) -> str:
-    """Write the manifest's canonical JSON atomically; return its digest.
+    """Write the manifest file atomically; return the manifest's digest.
 
     Raises :class:`InputError` naming ``path`` when it exists and ``overwrite`` is false.
     """
-    write_atomic(path, canonical_bytes(manifest.to_json()), overwrite=overwrite)
+    write_atomic(path, manifest_file_bytes(manifest), overwrite=overwrite)
     return manifest.digest
 
 
 def read_manifest(path: str | Path) -> RunManifest:
-    """Read and validate a manifest; :class:`InputError` names the path and bad field."""
+    """Read, validate and self-check a manifest file.
+
+    :class:`InputError` names the path and bad field; :class:`IntegrityError` names the
+    path when the content no longer hashes to its recorded ``manifest_digest``.
+    """
     target = Path(path)
     try:
         data = target.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read manifest: {exc.strerror}", path=str(target)) from exc
-    return _validate(loads_canonical(data, path=str(target)), path=str(target))
+    value = loads_canonical(data, path=str(target))
+    recorded = value.pop(CHECKSUM_KEY, None) if isinstance(value, dict) else None
+    manifest = _validate(value, path=str(target))
+    _check_recorded(manifest, recorded, data, path=str(target))
+    return manifest
+
+
+def _check_recorded(manifest: RunManifest, recorded: Any, data: bytes, *, path: str) -> None:
+    if recorded is None:
+        raise IntegrityError(f"{path}: no {CHECKSUM_KEY}: not written by rungbench, or edited")
+    if recorded != manifest.digest:
+        raise IntegrityError(f"{path}: manifest hashes to {manifest.digest} but records "
+                             f"{CHECKSUM_KEY} {recorded!r} (edited or damaged)")
+    if data != manifest_file_bytes(manifest):
+        raise IntegrityError(f"{path}: not the canonical bytes of the manifest it holds "
+                             "(edited or damaged)")
 
 
 def _validate(value: Any, *, path: str | None) -> RunManifest:

@@ -15,13 +15,21 @@ from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import loads_canonical, parse_digest
 from rungbench.evidence.freeze import check, current_from_files
 from rungbench.evidence.ledger import ChainReport, Ledger, verify_chain
+from rungbench.evidence.manifest import read_manifest
 from rungbench.evidence.refs import Refs
 from rungbench.evidence.store import ObjectStore, write_atomic
 
 
 def existing_store(root: Path) -> ObjectStore:
+    """The store at ``root``; :class:`InputError` naming it when it is not a directory."""
+    if root.exists() and not root.is_dir():
+        raise InputError("--store must be a directory, but a file is here", path=str(root))
     if not root.is_dir():
         raise InputError("no store directory here", path=str(root))
+    objects = ObjectStore(root).objects
+    for folder in (objects.parent, objects):
+        if folder.exists() and not folder.is_dir():
+            raise InputError("a file is where the store's folder should be", path=str(folder))
     return ObjectStore(root)
 
 
@@ -49,6 +57,8 @@ def naming_files(refusal: Refusal, files: dict[str, Path]) -> Refusal:
 
 def get_object(store: Path, wanted: str, out: Path | None, force: bool) -> bytes:
     parse_digest(wanted, field="DIGEST")
+    if out is not None and out.is_dir():
+        raise InputError("--out is a directory; give a file path", path=str(out))
     if out is not None and out.exists() and not force:
         raise InputError("refusing to overwrite an existing file (use --force)", path=str(out))
     data = existing_store(store).get_bytes(wanted)
@@ -64,14 +74,26 @@ def content_json(data: bytes) -> dict[str, str]:
         return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def verify_ledger(db: Path, anchor: str | None) -> ChainReport:
+def verify_ledger(db: Path, anchor: str | None, manifest: Path | None = None) -> ChainReport:
+    """Verify the ledger at ``db`` against ``anchor`` or the ``ledger_head`` of ``manifest``."""
+    if anchor is not None and manifest is not None:
+        raise InputError("give --anchor or --anchor-manifest, not both", field="--anchor")
     if anchor is not None:
         parse_digest(anchor, field="--anchor")
+    if manifest is not None:
+        anchor = read_manifest(manifest).ledger_head
+        if anchor is None:
+            raise InputError("the manifest records no ledger_head", path=str(manifest),
+                             field="--anchor-manifest")
     return verify_chain(db, anchor=anchor)
 
 
-def append_event(db: Path, kind: str, payload: str) -> dict[str, Any]:
+def append_event(db: Path, kind: str, payload: str, anchor: str | None = None) -> dict[str, Any]:
+    """Append one event; with ``anchor``, first require the chain to still contain it (so a
+    truncated, replaced or deleted ledger is refused rather than extended or re-created)."""
     body = loads_canonical(payload.encode("utf-8"), path="--payload")
+    if anchor is not None:
+        verify_ledger(db, anchor).require_ok(str(db))
     with Ledger(db) as ledger:
         return ledger.append(kind, body).to_json()
 
@@ -80,11 +102,9 @@ def ref_action(
     store: Path, name: str, target: str | None, ledger: Path | None, expect: str | None
 ) -> dict[str, Any]:
     if target is None:
-        found = Refs(store).get(name)
-        if found is None:
-            raise InputError(f"no ref {name!r}", path=str(Refs(store).path_for(name)))
-        return {"name": name, "digest": found}
+        return {"name": name, "digest": Refs(existing_store(store).root).resolve(name)}
     parse_digest(target, field="DIGEST")
+    existing_store(store)
     if ledger is None:
         move = Refs(store).move(name, target, expected=expect)
     else:

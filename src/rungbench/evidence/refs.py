@@ -6,6 +6,11 @@ the ``current`` mapping of :func:`rungbench.evidence.freeze.check`, which is how
 a cohort that grew after a freeze is seen as ``stale``. A move can name the
 digest it expects to replace, so two writers cannot silently overwrite each
 other.
+
+A ref lives beside the object store it points into (``<study>/refs`` and
+``<study>/objects``). A move refuses (``absent``) a digest the store does not hold,
+and, when it logs to a ledger, refuses before moving anything if the ledger's chain
+is broken. :meth:`Refs.resolve` reads a ref and raises when its object has gone.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from rungbench.errors import InputError, Reason, Refusal
+from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import is_digest, parse_digest
 from rungbench.evidence.ledger import Ledger
-from rungbench.evidence.store import write_atomic
+from rungbench.evidence.store import ObjectStore, write_atomic
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*$")
 _LOCK = ".lock"
@@ -46,7 +51,8 @@ class Refs:
     """The ``refs/`` directory of a study."""
 
     def __init__(self, root: str | os.PathLike[str], *, ledger: Ledger | None = None) -> None:
-        self.dir = Path(root) / "refs"
+        self.root = Path(root)
+        self.dir = self.root / "refs"
         self._ledger = ledger
 
     def path_for(self, name: str) -> Path:
@@ -62,20 +68,43 @@ class Refs:
             text = path.read_text(encoding="ascii").strip()
         except FileNotFoundError:
             return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"unreadable ref: {exc}", path=str(path)) from exc
+        except OSError as exc:
+            raise InputError(f"unreadable ref: {(exc.strerror or str(exc)).lower()}",
+                             path=str(path)) from exc
+        except UnicodeDecodeError as exc:
+            raise InputError(f"ref is not ASCII text: {exc.reason}", path=str(path)) from exc
         if not is_digest(text):
             raise InputError(f"ref holds {text[:80]!r}, not a digest", path=str(path))
         return text
+
+    def resolve(self, name: str) -> str:
+        """Return the digest ``name`` points to, present in the store.
+
+        Raises :class:`InputError` naming the ref file when there is no such ref, and
+        :class:`IntegrityError` naming the ref file and digest when its object is gone.
+        """
+        found = self.get(name)
+        path = self.path_for(name)
+        if found is None:
+            raise InputError(f"no ref {name!r}", path=str(path))
+        if not ObjectStore(self.root).has(found):
+            raise IntegrityError(f"{path}: ref {name!r} points to {found}, which is not in "
+                                 f"the store at {self.root}")
+        return found
 
     def move(self, name: str, digest: str, *, expected: str | None = None) -> RefMove:
         """Point ``name`` at ``digest``; log the move; refuse if ``expected`` no longer holds.
 
         ``expected`` is the digest the caller believes the ref has now (or
-        :data:`UNSET` for a new ref); None skips the comparison.
+        :data:`UNSET` for a new ref); None skips the comparison. A digest the store
+        does not hold is refused (``absent``); a broken ledger chain raises
+        :class:`IntegrityError` before the ref is touched.
         """
         parse_digest(digest, field="digest")
         path = self.path_for(name)
+        self._require_stored(digest)
+        if self._ledger is not None:
+            self._ledger.require_intact()
         with self._locked():
             old = self.get(name)
             if expected is not None and (old or UNSET) != expected:
@@ -87,6 +116,12 @@ class Refs:
                 if self._ledger is not None:
                     self._ledger.append("ref.move", {"name": name, "old": old, "new": digest})
         return RefMove(name, old, digest)
+
+    def _require_stored(self, digest: str) -> None:
+        if not ObjectStore(self.root).has(digest):
+            detail = f"{digest} is not in the store at {self.root}; put the object first"
+            raise Refusal([Reason("absent", detail, "digest", {"digest": digest})],
+                          gate="ref-move")
 
     def names(self) -> list[str]:
         """Return every ref name, sorted."""

@@ -114,8 +114,8 @@ def verify_sealed(root: Path, *, kind: str | None = None,
     document = read_seal(root, kind=kind)
     skipped = tuple(ignore)
     listed: set[str] = set()
-    for entry in document["files"]:
-        name = str(entry.get("path"))
+    for number, entry in enumerate(document["files"]):
+        name = _entry_path(entry, root / SEAL_NAME, number)
         listed.add(name)
         path = root / name
         if not path.is_file():
@@ -127,6 +127,18 @@ def verify_sealed(root: Path, *, kind: str | None = None,
         if name not in listed and not _ignored(name, skipped):
             raise IntegrityError(f"{path}: not listed in {SEAL_NAME} (added after sealing)")
     return document
+
+
+def _entry_path(entry: Any, seal: Path, number: int) -> str:
+    """The relative path of seal entry ``number``, refusing a malformed or escaping one."""
+    if not (isinstance(entry, dict) and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("digest"), str) and type(entry.get("size")) is int):
+        raise IntegrityError(f"{seal}: entry {number} is not a {{path, digest, size}} record")
+    name: str = entry["path"]
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or ".." in parts or name == SEAL_NAME:
+        raise IntegrityError(f"{seal}: entry {number} names {name!r}, outside the directory")
+    return name
 
 
 def _ignored(name: str, ignore: tuple[str, ...]) -> bool:

@@ -67,11 +67,25 @@ class ObjectStore:
         """
         digest = bytes_digest(data)
         target = self.path_for(digest)
+        self._require_dirs(target.parent)
         if target.is_file() and file_digest(str(target)) == digest:
             return digest
+        if target.exists() and not target.is_file():
+            raise InputError(f"store {self.root}: a directory is where object {digest} should be",
+                             path=str(target))
         target.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(target, data, mode=0o444)
         return digest
+
+    def _require_dirs(self, folder: Path) -> None:
+        """Raise :class:`InputError` naming the first path from the root to ``folder`` that
+        exists but is not a directory (a file where the store expects a folder)."""
+        for path in (folder, *folder.parents):
+            if path.exists() and not path.is_dir():
+                raise InputError("a file is where a store directory should be",
+                                 path=str(path))
+            if path == self.root:
+                return
 
     def put_json(self, value: Any) -> str:
         """Store the canonical JSON of ``value`` and return its digest."""
@@ -156,6 +170,8 @@ def write_atomic(target: str | os.PathLike[str], data: bytes, *, overwrite: bool
     is false; readers never see a partly written file.
     """
     path = Path(target)
+    if path.is_dir():
+        raise InputError("a directory is where the file should be written", path=str(path))
     if path.exists() and not overwrite:
         raise InputError("refusing to overwrite an existing file (use --force)", path=str(path))
     if not path.parent.is_dir():

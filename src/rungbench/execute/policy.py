@@ -21,7 +21,8 @@ class RetryPolicy:
     """How often, and after what wait, a cell with a reliability failure is re-sent."""
 
     max_attempts: int = 4
-    """Attempts per cell over the whole run (all sessions), the first one included."""
+    """Attempts per cell in each session (start or resume), the first one included; a cell
+    still failing after them has no final outcome and is retried by the next resume."""
     backoff_s: tuple[float, ...] = (2.0, 8.0, 30.0)
     """Wait before attempt 2, 3, …; the last value repeats."""
     honor_retry_after: bool = True

@@ -4,8 +4,14 @@ A run lives in ``<out>/runs/<run_id>/``::
 
     manifest.json      run identity: schedule digest, agent description, retry policy
     objects/sha256/…   the schedule record, every request's bytes, every response
-    events.jsonl       session, attempt, tool_event and final records (crash-safe)
+    events.jsonl       run, session, attempt, tool_event, unresolved and final records
+                       (hash-chained, crash-safe; see :mod:`rungbench.execute.events`)
     .lock              flock held while a process executes the run (one at a time)
+
+A run directory appears complete or not at all: :func:`create_run` builds it in a
+hidden temporary sibling (``runs/.<run_id>.tmp-<pid>``) and renames it into place;
+leftovers of a killed creation are removed by the next :func:`create_run` in the same
+``runs/`` folder and named by a resume that asks for them.
 
 Rules (seed 000; DESIGN.md "Provider outcomes"):
 
@@ -13,11 +19,14 @@ Rules (seed 000; DESIGN.md "Provider outcomes"):
   against the frozen schedule before every send, and written in an ``attempt``
   record *before* the request leaves.
 * Reliability outcomes (provider, network, timeout, interrupted) are retried in
-  the identical frozen cell up to ``RetryPolicy.max_attempts`` over the whole
-  run; model outcomes (answered, malformed, refusal, illegal) are final at once.
-* Every cell ends with exactly one ``final`` record. A resumed run never re-sends
-  a cell that has one; an attempt left in flight by a crash is closed as
-  ``interrupted`` and counts against the limit.
+  the identical frozen cell up to ``RetryPolicy.max_attempts`` times *per session*;
+  a cell still failing then gets an ``unresolved`` record and no final outcome, so
+  the run is incomplete and a later ``--resume`` retries it under the same limit.
+  Model outcomes (answered, malformed, refusal, illegal) are final at once.
+* Every cell ends with at most one ``final`` record, a model outcome or an answer,
+  re-derived on every read from the stored response it names. A resumed run never
+  re-sends a cell that has one; an attempt left in flight by a crash is closed as
+  ``interrupted``.
 """
 
 from __future__ import annotations
@@ -25,30 +34,34 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
-from rungbench.agents.protocol import Agent, Response
+from rungbench.agents.protocol import Agent, Response, ToolCall, Usage
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
-from rungbench.evidence.canonical import canonical_bytes, digest, loads_canonical
-from rungbench.evidence.store import ObjectStore, write_atomic
-from rungbench.execute.events import EventLog, read_events, utc_now
+from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
+from rungbench.evidence.store import ObjectStore, fsync_dir
+from rungbench.execute.events import EventLog, chained_lines, read_events, torn_bytes, utc_now
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.schedule import Cell, Schedule, load_schedule
 
 RUN_VERSION = "rungbench.run/1"
 MANIFEST = "manifest.json"
 EVENTS = "events.jsonl"
+TEMP_MARK = ".tmp-"
+"""A run being created lives in ``runs/.<run_id>.tmp-<pid>`` until it is complete."""
 
 ProgressHook = Callable[[int, int], None]
-"""Called with ``(cells final, cells total)`` at the start and after every final outcome."""
+"""Called with ``(cells settled, cells total)`` at the start and whenever a cell settles
+(gets its final outcome, or is left unresolved by this session)."""
 
 
 def describe_agent(agent: Agent) -> dict[str, Any]:
@@ -69,15 +82,45 @@ def create_run(
     policy: RetryPolicy | None = None,
     run_id: str | None = None,
 ) -> Path:
-    """Create a run directory: store the schedule and write the manifest; return the directory."""
+    """Create a run directory atomically; return it.
+
+    The schedule, the manifest and the log's first (``run``) record are written in a
+    hidden temporary sibling, fsynced, and the sibling is renamed to ``runs/<run_id>``:
+    a kill at any point leaves either no run or a complete one.
+    """
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     rid = run_id or f"{stamp}-{schedule.digest()[7:15]}-{os.urandom(2).hex()}"
-    run_dir = out_dir / "runs" / rid
+    runs = runs_folder(out_dir)
+    run_dir = runs / rid
+    if run_dir.exists():
+        raise InputError(f"run directory already exists: {run_dir}", path=str(run_dir))
+    clear_leftovers(runs)
+    temp = runs / f".{rid}{TEMP_MARK}{os.getpid()}"
+    temp.mkdir()
     try:
-        run_dir.mkdir(parents=True)
-    except FileExistsError as exc:
-        raise InputError(f"run directory already exists: {run_dir}", path=str(run_dir)) from exc
-    schedule_digest = schedule.save(ObjectStore(run_dir))
+        _fill_run(temp, rid, schedule, agent_description, policy or RetryPolicy())
+        temp.rename(run_dir)
+        fsync_dir(runs)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    return run_dir
+
+
+def runs_folder(out_dir: Path) -> Path:
+    """Return ``out_dir/runs``, created; a file where a folder must be is an input error."""
+    for folder in (out_dir, out_dir / "runs"):
+        if folder.exists() and not folder.is_dir():
+            raise InputError("a file is there where the runs folder should be", path=str(folder))
+    runs = out_dir / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    return runs
+
+
+def _fill_run(
+    folder: Path, rid: str, schedule: Schedule, agent: dict[str, Any], policy: RetryPolicy
+) -> None:
+    schedule_digest = schedule.save(ObjectStore(folder))
     manifest = {
         "version": RUN_VERSION,
         "run_id": rid,
@@ -85,24 +128,78 @@ def create_run(
         "schedule": schedule_digest,
         "task": schedule.task,
         "cells": len(schedule),
-        "agent": agent_description,
+        "agent": agent,
         # seed 000 claim gate 5: the tool schema must be identical across every arm
         "tool_schemas": sorted({digest(list(c.request.tools)) for c in schedule}),
-        "policy": (policy or RetryPolicy()).to_json(),
+        "policy": policy.to_json(),
     }
-    write_atomic(run_dir / MANIFEST, canonical_bytes(manifest) + b"\n")
-    return run_dir
+    data = canonical_bytes(manifest) + b"\n"
+    first = {"kind": "run", "run_id": rid, "manifest": bytes_digest(data), "t": manifest["created"]}
+    for name, content in ((MANIFEST, data), (EVENTS, chained_lines([first])[0])):
+        with open(folder / name, "xb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+    for path in folder.rglob("*"):
+        if path.is_dir():
+            fsync_dir(path)
+    fsync_dir(folder)
+
+
+def clear_leftovers(runs: Path) -> list[Path]:
+    """Remove temporary run folders whose creating process is gone; return them."""
+    removed = []
+    for path in sorted(runs.glob(f".*{TEMP_MARK}*")):
+        pid = path.name.rpartition(TEMP_MARK)[2]
+        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], Schedule]:
-    """Return a run's manifest and its verified frozen schedule."""
+    """Return a run's manifest and its verified frozen schedule.
+
+    The manifest must hash to the digest the log's first record names, so an edited
+    manifest (or a log taken from another run) is an :class:`IntegrityError`.
+    """
     path = run_dir / MANIFEST
+    if not run_dir.is_dir():
+        raise InputError("not a run directory", path=str(run_dir))
     if not path.exists():
-        raise InputError(f"not a run directory (no {MANIFEST})", path=str(run_dir))
-    manifest = loads_canonical(path.read_bytes().rstrip(b"\n"), path=str(path))
+        if (run_dir / EVENTS).exists():
+            raise IntegrityError(f"{path}: missing (the run's {EVENTS} is there)")
+        raise InputError(f"not a run directory (no {MANIFEST})", path=str(path))
+    data = path.read_bytes()
+    manifest = loads_canonical(data.rstrip(b"\n"), path=str(path))
     if not isinstance(manifest, dict) or manifest.get("version") != RUN_VERSION:
         raise InputError(f"not a {RUN_VERSION} manifest", path=str(path), field="version")
+    _check_manifest_anchor(run_dir, bytes_digest(data))
     return manifest, load_schedule(ObjectStore(run_dir), str(manifest["schedule"]))
+
+
+def _check_manifest_anchor(run_dir: Path, manifest_digest: str) -> None:
+    events_path = run_dir / EVENTS
+    if not events_path.exists():
+        raise IntegrityError(f"{events_path}: missing (every run is created with its log)")
+    events = read_events(events_path)
+    if not events or events[0]["kind"] != "run":
+        raise IntegrityError(f"{events_path}:1: the log does not open with its run record")
+    if events[0].get("manifest") != manifest_digest:
+        raise IntegrityError(
+            f"{run_dir / MANIFEST}: changed since the run was created (digest "
+            f"{manifest_digest}, the log names {events[0].get('manifest')})"
+        )
 
 
 @dataclass
@@ -118,39 +215,143 @@ class CellState:
     last_event: dict[str, Any] | None = None
     """The latest tool_event (its outcome decides what a resume does)."""
     finals: list[dict[str, Any]] = field(default_factory=list)
-    """Final records (exactly one in a consistent, finished run)."""
+    """Final records (at most one; exactly one in a finished run)."""
+
+
+FINAL_FIELDS = ("outcome", "response", "tool", "arguments")
+"""Fields a final record copies from the tool_event that decided it."""
 
 
 def reduce_events(events: list[dict[str, Any]], schedule: Schedule) -> dict[str, CellState]:
-    """Fold the event log into per-cell state; raise when a digest differs from the schedule."""
+    """Fold the event log into per-cell state; raise when the log contradicts itself.
+
+    An event naming an unknown cell or a request digest other than the frozen one, an
+    attempt out of sequence, a tool_event for no open attempt, and a final that does not
+    copy its deciding tool_event (or records a reliability outcome) are each an
+    :class:`IntegrityError` naming the log line.
+    """
     states = {c.cell_id: CellState(c.request_digest) for c in schedule}
     for number, event in enumerate(events, start=1):
-        if event["kind"] == "session":
+        if event["kind"] in ("run", "session"):
             continue
+        where = f"{EVENTS}:{number}"
         state = states.get(str(event.get("cell")))
         if state is None:
-            raise IntegrityError(f"event {number} names unknown cell {event.get('cell')!r}")
+            raise IntegrityError(f"{where}: event names unknown cell {event.get('cell')!r}")
         if event.get("request_digest") != state.request_digest:
             raise IntegrityError(
-                f"event {number} for cell {event['cell']!r} has request digest "
+                f"{where}: event for cell {event['cell']!r} has request digest "
                 f"{event.get('request_digest')}, the frozen cell has {state.request_digest}"
             )
-        _fold(state, event)
+        problem = _fold(state, event)
+        if problem is not None:
+            raise IntegrityError(f"{where}: cell {event['cell']!r}: {problem}")
     return states
 
 
-def _fold(state: CellState, event: dict[str, Any]) -> None:
-    kind = event["kind"]
-    if kind == "attempt":
-        state.attempts = max(state.attempts, int(event["attempt"]))
-        state.open_attempts.append(int(event["attempt"]))
-    elif kind == "tool_event":
-        if int(event["attempt"]) in state.open_attempts:
+def _fold(state: CellState, event: dict[str, Any]) -> str | None:
+    """Apply ``event`` to ``state``; return why it is inconsistent, or None."""
+    try:
+        kind = event["kind"]
+        if kind == "attempt":
+            if int(event["attempt"]) != state.attempts + 1:
+                return f"attempt {event['attempt']} follows attempt {state.attempts}"
+            state.attempts = int(event["attempt"])
+            state.open_attempts.append(state.attempts)
+        elif kind == "tool_event":
+            if int(event["attempt"]) not in state.open_attempts:
+                return f"tool_event for attempt {event['attempt']}, which is not open"
             state.open_attempts.remove(int(event["attempt"]))
-        Outcome(event["outcome"])  # an unknown class is corrupt input: ValueError names it
-        state.last_event = event
-    elif kind == "final":
-        state.finals.append(event)
+            Outcome(event["outcome"])  # an unknown class is corrupt input
+            state.last_event = event
+        elif kind == "final":
+            return _fold_final(state, event)
+        elif kind != "unresolved":
+            return f"unknown event kind {kind!r}"
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"malformed {event.get('kind')} record ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _fold_final(state: CellState, event: dict[str, Any]) -> str | None:
+    source = state.last_event
+    if source is None or state.open_attempts:
+        return "final outcome without a deciding tool_event"
+    if Outcome(event["outcome"]).is_reliability:
+        return f"final outcome {event['outcome']!r} is a reliability outcome"
+    changed = [f for f in FINAL_FIELDS if event.get(f) != source.get(f)]
+    if event.get("attempts") != source.get("attempt"):
+        changed.append("attempts")
+    if changed:
+        return f"final differs from its tool_event in {', '.join(changed)}"
+    state.finals.append(event)
+    return None
+
+
+def response_from_json(value: Any, *, where: str) -> Response:
+    """Rebuild a stored response (:func:`response_json` output); raise naming ``where``."""
+    try:
+        usage = value["usage"]
+        return Response(
+            text=value["text"],
+            tool_calls=tuple(ToolCall(str(c["name"]), str(c["arguments"]))
+                             for c in value["tool_calls"]),
+            usage=Usage(int(usage["tokens_in"]), int(usage["tokens_out"]),
+                        float(usage["cost_usd"])),
+            refusal=value["refusal"],
+            raw=dict(value["raw"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IntegrityError(f"{where}: not a stored response ({exc!r})") from exc
+
+
+def check_finals(
+    run_dir: Path, schedule: Schedule, states: Mapping[str, CellState],
+    validator: Validator | None,
+) -> None:
+    """Re-derive every final outcome from the stored response it names; raise on a mismatch.
+
+    Without ``validator`` an ``illegal`` final must classify as ``answered`` with the same
+    tool call (legality is the one judgement left unchecked).
+    """
+    store = ObjectStore(run_dir)
+    for cell in schedule:
+        for final in states[cell.cell_id].finals:
+            name = str(final.get("response"))
+            if not name.startswith("sha256:"):
+                raise IntegrityError(f"{run_dir / EVENTS}: final of cell {cell.cell_id!r} "
+                                     "names no stored response")
+            response = response_from_json(store.get_json(name), where=str(store.path_for(name)))
+            got = classify(cell.request, response, validator)
+            expected = Outcome(final["outcome"])
+            if validator is None and expected is Outcome.ILLEGAL:
+                expected = Outcome.ANSWERED
+            arguments = dict(got.arguments) if got.arguments is not None else None
+            if (got.outcome, got.tool, arguments) != (expected, final.get("tool"),
+                                                      final.get("arguments")):
+                raise IntegrityError(
+                    f"{run_dir / EVENTS}: final of cell {cell.cell_id!r} says "
+                    f"{final['outcome']!r}, but its stored response {name} classifies as "
+                    f"{got.outcome.value!r}"
+                )
+
+
+def read_log(
+    run_dir: Path, schedule: Schedule, validator: Validator | None = None
+) -> tuple[list[dict[str, Any]], dict[str, CellState]]:
+    """The one verified read of a run's log: chain, order, consistency and stored answers.
+
+    Returns the events and the per-cell state; raises :class:`IntegrityError` naming the
+    file for any inconsistency (see :func:`~rungbench.execute.events.read_events`,
+    :func:`reduce_events` and :func:`check_finals`).
+    """
+    events = read_events(run_dir / EVENTS)
+    try:
+        states = reduce_events(events, schedule)
+    except IntegrityError as exc:
+        raise IntegrityError(f"{run_dir}/{exc}") from None
+    check_finals(run_dir, schedule, states, validator)
+    return events, states
 
 
 @dataclass(frozen=True)
@@ -175,6 +376,10 @@ class RunSummary:
     """Cells that reached their final outcome in this session."""
     outcomes: dict[str, int]
     """Final outcomes over the whole run, by class."""
+    unresolved: int
+    """Cells with no final outcome after this session (reliability failures; resume them)."""
+    unresolved_outcomes: dict[str, int]
+    """The latest reliability outcome of each unresolved cell, by class."""
     tokens_in: int
     """Prompt tokens of this session's calls."""
     tokens_out: int
@@ -194,6 +399,7 @@ class RunSummary:
         return {
             **asdict(self),
             "outcomes": dict(sorted(self.outcomes.items())),
+            "unresolved_outcomes": dict(sorted(self.unresolved_outcomes.items())),
             "cost_usd": round(self.cost_usd, 6),
             "elapsed_s": round(self.elapsed_s, 3),
             "cells_per_s": round(self.cells_per_s, 3),
@@ -227,18 +433,25 @@ class _Session:
         """Cell id -> request digest as loaded from the frozen schedule at session start."""
 
     def run_cell(self, cell: Cell, prior_attempts: int) -> None:
-        """Send ``cell`` until a final outcome or the attempt limit; log every step."""
+        """Send ``cell`` until a final outcome or this session's attempt limit; log every step.
+
+        ``prior_attempts`` (earlier sessions) only continues the numbering: each session
+        may send a cell up to ``policy.max_attempts`` times.
+        """
         attempt, retry_after = prior_attempts, None
         while True:
             attempt += 1
             if attempt > prior_attempts + 1:
-                self.sleep(self.policy.wait_before(attempt, retry_after))
-            failed = self._attempt(cell, attempt)
-            if failed is None or attempt >= self.policy.max_attempts:
+                self.sleep(self.policy.wait_before(attempt - prior_attempts, retry_after))
+            failed = self._attempt(cell, attempt, last=attempt - prior_attempts
+                                   >= self.policy.max_attempts)
+            if failed is None or attempt - prior_attempts >= self.policy.max_attempts:
                 return
             retry_after = failed[0].retry_after
 
-    def _attempt(self, cell: Cell, attempt: int) -> tuple[CallFailure, dict[str, Any]] | None:
+    def _attempt(
+        self, cell: Cell, attempt: int, *, last: bool
+    ) -> tuple[CallFailure, dict[str, Any]] | None:
         frozen = self.frozen[cell.cell_id]
         if cell.request.digest() != frozen:
             raise IntegrityError(f"cell {cell.cell_id!r}: request changed since it was frozen")
@@ -261,8 +474,9 @@ class _Session:
                 "retry_after": failure.retry_after,
                 "response": None,
             }
-            if attempt >= self.policy.max_attempts:
-                self.final(cell, event, attempt, preceded_by=event)
+            if last:
+                self.log.append_many([event, unresolved_record(cell, event, attempt)])
+                self.progress()
             else:
                 self.log.append(event)
             return failure, event
@@ -325,6 +539,18 @@ class _Session:
         self.progress()
 
 
+def unresolved_record(cell: Cell, source: dict[str, Any], attempts: int) -> dict[str, Any]:
+    """The record a session writes when it gives up on ``cell`` after reliability failures."""
+    return {
+        "kind": "unresolved",
+        "cell": cell.cell_id,
+        "request_digest": cell.request_digest,
+        "attempts": attempts,
+        "outcome": source["outcome"],
+        "detail": source.get("detail", ""),
+    }
+
+
 def response_json(response: Response) -> dict[str, Any]:
     """Return a response as the JSON object stored in the run's object store."""
     return {
@@ -355,6 +581,7 @@ def execute_run(
     ``max_cells`` sends at most that many pending cells in this session (the rest wait
     for a resume). Refuses (reason ``different``) when ``agent`` is not the agent the
     manifest names, and (reason ``run_busy``) while another process executes the run.
+    The log is verified (:func:`read_log`) before anything is sent.
     """
     if concurrency < 1:
         raise InputError(f"concurrency must be >= 1, got {concurrency!r}", field="concurrency")
@@ -407,8 +634,7 @@ def _execute(
     _check_agent(manifest, agent)
     session = _Session(run_dir, agent, RetryPolicy.from_json(manifest["policy"]), validator, sleep)
     torn = session.log.repair()
-    events = session.log.read()
-    states = reduce_events(events, schedule)
+    events, states = read_log(run_dir, schedule, validator)
     session.frozen = {cell_id: state.request_digest for cell_id, state in states.items()}
     number = 1 + sum(1 for e in events if e["kind"] == "session")
     session.log.append(
@@ -437,8 +663,11 @@ def _execute(
     if max_cells is not None:
         todo = todo[:max_cells]
     _run_pool(session, todo, concurrency)
-    outcomes = Counter(
-        str(e["outcome"]) for e in read_events(run_dir / EVENTS) if e["kind"] == "final"
+    _, final_states = read_log(run_dir, schedule, validator)
+    outcomes = Counter(str(s.finals[0]["outcome"]) for s in final_states.values() if s.finals)
+    unresolved = Counter(
+        str(s.last_event["outcome"]) if s.last_event is not None else "not_sent"
+        for s in final_states.values() if not s.finals
     )
     return RunSummary(
         run_id=str(manifest["run_id"]),
@@ -450,6 +679,8 @@ def _execute(
         sent=session.sent,
         finalized=session.finalized,
         outcomes=dict(outcomes),
+        unresolved=sum(unresolved.values()),
+        unresolved_outcomes=dict(unresolved),
         tokens_in=session.tokens[0],
         tokens_out=session.tokens[1],
         cost_usd=session.cost,
@@ -459,20 +690,51 @@ def _execute(
 
 def _check_agent(manifest: dict[str, Any], agent: Agent) -> None:
     described = describe_agent(agent)
-    if manifest["agent"] != described:
+    frozen = manifest["agent"]
+    if frozen != described:
+        changes = agent_differences(frozen, described)
+        listed = "; ".join(f"{path}: {old} (run) vs {new} (now)" for path, old, new in changes)
         raise Refusal(
             [
                 Reason(
                     "different",
-                    f"run {manifest['run_id']} was made with agent "
-                    f"{manifest['agent'].get('name')!r}; "
-                    f"resuming with {described.get('name')!r} would mix agents in one run",
+                    f"run {manifest['run_id']} was made with another agent setting "
+                    f"({listed}); resuming would mix agents in one run",
                     subject="agent",
-                    data={"manifest": manifest["agent"], "given": described},
+                    data={"manifest": frozen, "given": described,
+                          "fields": [p for p, _, _ in changes]},
                 )
             ],
             gate="resume",
         )
+
+
+_ABSENT = object()
+
+
+def agent_differences(frozen: Any, given: Any, path: str = "agent") -> list[tuple[str, str, str]]:
+    """Every leaf where two agent descriptions differ: ``(dotted path, run value, new value)``.
+
+    Values are shown as canonical JSON (``absent`` for a missing key).
+    """
+    if isinstance(frozen, dict) and isinstance(given, dict):
+        out: list[tuple[str, str, str]] = []
+        for key in sorted(set(frozen) | set(given)):
+            out += agent_differences(frozen.get(key, _ABSENT), given.get(key, _ABSENT),
+                                     f"{path}.{key}")
+        return out
+    if frozen == given:
+        return []
+    return [(path, _shown(frozen), _shown(given))]
+
+
+def _shown(value: Any) -> str:
+    if value is _ABSENT:
+        return "absent"
+    try:
+        return canonical_bytes(value).decode("utf-8")[:120]
+    except InputError:
+        return repr(value)[:120]
 
 
 def _close_open_attempts(
@@ -482,8 +744,8 @@ def _close_open_attempts(
 
     An attempt without a tool_event is logged ``interrupted``. A cell whose latest
     tool_event is a model outcome but whose final record was lost gets its final from
-    that event (it is never sent again); a cell that used up its attempts gets its
-    last reliability outcome as final.
+    that event (it is never sent again). Every other cell without a final is sent again,
+    with a fresh per-session attempt budget.
     """
     todo: list[tuple[Cell, int]] = []
     for cell in schedule:
@@ -514,14 +776,6 @@ def _close_open_attempts(
                     "response": None,
                 }
             )
-        if state.attempts >= session.policy.max_attempts and state.last_event is not None:
-            session.final(
-                cell,
-                state.last_event,
-                state.attempts,
-                note="retry limit reached before this session",
-            )
-            continue
         todo.append((cell, state.attempts))
     return todo
 
@@ -545,36 +799,41 @@ def _empty_usage() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RunCheck:
-    """The result of checking a run's log against its frozen schedule."""
+    """The result of checking a run's (verified) log against its frozen schedule."""
 
     cells: int
     """Cells in the schedule."""
     final: int
-    """Cells with exactly one final record."""
+    """Cells with their one final outcome."""
     problems: tuple[str, ...]
-    """Every violation found (missing or duplicate finals, events after a final)."""
+    """Why the run is not finished: cells without a final outcome, a torn last line."""
 
     @property
     def ok(self) -> bool:
-        """Whether every cell has exactly one final outcome and nothing follows it."""
+        """Whether every cell has exactly one final outcome and the log ends cleanly."""
         return not self.problems and self.final == self.cells
 
 
-def verify_run(run_dir: Path) -> RunCheck:
-    """Check that every cell has exactly one final outcome and no call after it."""
+def verify_run(run_dir: Path, validator: Validator | None = None) -> RunCheck:
+    """Verify a run and report what is unfinished.
+
+    An inconsistent log or store (edited, duplicated or reordered events, a changed
+    manifest, schedule or stored response) raises :class:`IntegrityError` naming the
+    file (:func:`read_log`); a cell without a final outcome, or a torn last line, is a
+    problem in the returned :class:`RunCheck`.
+    """
     _, schedule = load_run(run_dir)
-    events = read_events(run_dir / EVENTS)
-    states = reduce_events(events, schedule)
+    _, states = read_log(run_dir, schedule, validator)
     problems: list[str] = []
-    closed: set[str] = set()
-    for event in events:
-        cell = event.get("cell")
-        if event["kind"] in ("attempt", "tool_event") and cell in closed:
-            problems.append(f"cell {cell!r}: {event['kind']} after its final outcome")
-        if event["kind"] == "final":
-            closed.add(str(cell))
+    torn = torn_bytes(run_dir / EVENTS)
+    if torn:
+        problems.append(f"{run_dir / EVENTS}: torn last line ({torn} bytes after the last "
+                        "newline)")
     for cell_id, state in states.items():
-        if len(state.finals) != 1:
-            problems.append(f"cell {cell_id!r}: {len(state.finals)} final outcomes")
-    single = sum(1 for s in states.values() if len(s.finals) == 1)
+        if not state.finals:
+            last = state.last_event
+            why = (f"last {last['outcome']} after {state.attempts} attempts" if last is not None
+                   else "never sent")
+            problems.append(f"cell {cell_id!r}: no final outcome ({why})")
+    single = sum(1 for s in states.values() if s.finals)
     return RunCheck(len(schedule), single, tuple(problems))

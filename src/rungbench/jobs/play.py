@@ -74,6 +74,8 @@ def play_games(
     from rungbench.chess.transcripts.dispatch import version
     from rungbench.chess.transcripts.harness import Colour, HarnessConfig, play_corpus
 
+    if out.exists() and not out.is_dir():
+        raise InputError("a file is there where the corpus folder should be", path=str(out))
     if (out / "manifest.json").exists() and not force:
         raise InputError("already holds a corpus (manifest.json); pass --force to replace it",
                          path=str(out))

@@ -139,6 +139,7 @@ def start_or_resume(
         verify_run,
     )
 
+    check_out(out)
     run_dir = _resolve_run(out, resume) if resume else None
     fresh = build_schedule(source, limit=limit) if source is not None else None
     if run_dir is not None:
@@ -175,7 +176,7 @@ def start_or_resume(
             )
     finally:
         close_agent(agent)
-    check = verify_run(run_dir)
+    check = verify_run(run_dir, validator_for(schedule.task))
     result = {
         **summary.to_json(),
         "task": schedule.task,
@@ -183,26 +184,62 @@ def start_or_resume(
         "cells_final": check.final,
         "problems": list(check.problems),
     }
-    if schedule.task == CAUSAL_TASK and check.ok:
-        result["agent_responses"] = write_agent_responses(run_dir)
+    if schedule.task == CAUSAL_TASK:
+        counts = write_agent_responses(run_dir)
+        # cells without a final outcome have no response either: the scorer lists them missing
+        result["agent_responses"] = {**counts, "missing": counts["missing"] + summary.unresolved}
     return result
 
 
+def incomplete_message(summary: dict[str, Any]) -> str:
+    """The one line saying how many cells of a run have no final outcome, and what to do."""
+    missing = int(summary["cells"]) - int(summary["cells_final"])
+    why = ", ".join(f"{n} {o}" for o, n in sorted(summary.get("unresolved_outcomes", {}).items()))
+    return (f"run {summary['run_id']}: {missing} of {summary['cells']} cells have no final "
+            f"outcome" + (f" (last: {why})" if why else "")
+            + f"; resume with --resume {summary['run_id']}")
+
+
+def check_out(out: Path) -> None:
+    """Refuse an ``--out`` (or its ``runs/``) that is a file, naming the path."""
+    for folder in (out, out / "runs"):
+        if folder.exists() and not folder.is_dir():
+            raise InputError("--out must be a folder, but a file is there", path=str(folder))
+
+
 def _resolve_run(out: Path, resume: str) -> Path:
+    from rungbench.execute.runner import TEMP_MARK, clear_leftovers
+
     for candidate in (Path(resume), out / "runs" / resume):
         if (candidate / "manifest.json").exists():
             return candidate
+    runs = out / "runs"
+    unfinished = sorted(runs.glob(f".{Path(resume).name}{TEMP_MARK}*")) if runs.is_dir() else []
+    if unfinished:
+        removed = clear_leftovers(runs)
+        state = ("its creation was killed; the unfinished folder was removed, start it again"
+                 if removed else "it is still being created by another process")
+        raise InputError(f"no run {resume!r}: {state}", path=str(unfinished[0]))
     raise InputError(f"no run {resume!r} (looked for a run directory or {out}/runs/{resume})")
 
 
 
 def parse_params(items: list[str]) -> dict[str, Any]:
-    """Parse ``KEY=JSON`` items (a bare word value is taken as a string)."""
+    """Parse ``KEY=JSON`` items (a bare word value is taken as a string).
+
+    A key the frozen request owns (:data:`~rungbench.agents.protocol.REQUEST_OWNED_KEYS`)
+    is refused: it would replace the frozen prompt or tools on the wire.
+    """
+    from rungbench.agents.protocol import owned_key_problem
+
     out: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key:
-            raise InputError(f"--param must be KEY=VALUE, got {item!r}", field="param")
+            raise InputError(f"--param must be KEY=VALUE, got {item!r}", field="--param")
+        problem = owned_key_problem(key)
+        if problem is not None:
+            raise InputError(f"--param {problem}", field="--param")
         try:
             out[key] = json.loads(text)
         except json.JSONDecodeError:

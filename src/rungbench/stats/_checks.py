@@ -12,6 +12,9 @@ from rungbench.errors import InputError
 
 FloatArray = npt.NDArray[np.float64]
 
+MAX_COUNT = 2**53
+"""Largest count accepted: beyond it an integer no longer converts to a float exactly."""
+
 
 def check_alpha(alpha: float, *, field: str = "alpha") -> float:
     """Return ``alpha`` if it lies strictly between 0 and 1."""
@@ -20,13 +23,35 @@ def check_alpha(alpha: float, *, field: str = "alpha") -> float:
     return float(alpha)
 
 
+def check_power(power: float, *, field: str = "power") -> float:
+    """Return ``power`` if it lies strictly between 0.5 and 1.
+
+    Below one half, z_power is negative: the normal-approximation planners would then
+    return a negative MDE or a sample size that falls as the target power falls.
+    """
+    if not (isinstance(power, int | float) and math.isfinite(power) and 0.5 < power < 1.0):
+        raise InputError(f"{field} must lie strictly between 0.5 and 1, got {power!r}",
+                         field=field)
+    return float(power)
+
+
 def check_count(value: int, *, field: str, minimum: int = 0) -> int:
-    """Return ``value`` if it is an integer of at least ``minimum``."""
+    """Return ``value`` if it is an integer from ``minimum`` to :data:`MAX_COUNT`."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise InputError(f"{field} must be an integer, got {value!r}", field=field)
     if value < minimum:
         raise InputError(f"{field} must be at least {minimum}, got {value!r}", field=field)
+    if value > MAX_COUNT:
+        raise InputError(f"{field} must be at most {MAX_COUNT}, got {value!r}", field=field)
     return int(value)
+
+
+def check_finite_result(value: float, *, what: str, field: str) -> float:
+    """Return ``value`` if it is finite; else an InputError blaming the input ``field``."""
+    if not math.isfinite(value):
+        raise InputError(f"{what} is {value!r}: {field} is out of the range a float can "
+                         "represent", field=field)
+    return value
 
 
 def check_positive(value: float, *, field: str) -> float:

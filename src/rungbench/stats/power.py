@@ -15,6 +15,12 @@ McNemar (seed 003, P2 "Power: about 200 independent worlds detects a
 43(1):207–211, for discordance ψ = p10 + p01 and effect δ = p10 − p01,
 
     n = [z_{1 − α/2} √ψ + z_{power} √(ψ − δ²)]² / δ².
+
+Both planners take a target power strictly between 0.5 and 1 (``check_power``):
+below one half z_{power} < 0, and the formulae stop being monotone (a lower target
+would need more pairs) and can go negative (an MDE of −0.28 at power 1e-300). On that
+domain the MDE is positive and rises with power, and so does n. A result no float can
+hold (an effect of 1e-300, an SD of 1e308) is an InputError naming the input.
 """
 
 from __future__ import annotations
@@ -26,7 +32,13 @@ from typing import Any
 import numpy as np
 
 from rungbench.errors import InputError
-from rungbench.stats._checks import check_alpha, check_count, check_positive
+from rungbench.stats._checks import (
+    check_alpha,
+    check_count,
+    check_finite_result,
+    check_positive,
+    check_power,
+)
 
 
 @dataclass(frozen=True)
@@ -97,10 +109,14 @@ def mde(
     alpha: float = 0.05,
     clusters: int | None = None,
 ) -> MinimumDetectableEffect:
-    """Normal-approximation MDE of a paired mean at Holm's first-step alpha (seed 000)."""
+    """Normal-approximation MDE of a paired mean at Holm's first-step alpha (seed 000).
+
+    ``power`` must lie strictly between 0.5 and 1 (see the module docstring); an MDE
+    that overflows a float is an InputError naming ``sd``.
+    """
     n = check_count(n, field="n", minimum=1)
     sd = check_positive(sd, field="sd")
-    power = check_alpha(power, field="power")
+    power = check_power(power)
     alpha_per_test = holm_first_step_alpha(alpha, tests)
     if clusters is not None:
         clusters = check_count(clusters, field="clusters", minimum=1)
@@ -109,8 +125,10 @@ def mde(
     denominator = clusters if clusters is not None else n
     z_alpha = _z(1 - alpha_per_test / 2)
     z_power = _z(power)
+    value = check_finite_result((z_alpha + z_power) * sd / math.sqrt(denominator),
+                                what="the MDE", field="sd")
     return MinimumDetectableEffect(
-        mde=(z_alpha + z_power) * sd / math.sqrt(denominator), sd=sd, n=n, clusters=clusters,
+        mde=value, sd=sd, n=n, clusters=clusters,
         denominator=denominator, tests=tests, alpha=alpha, alpha_per_test=alpha_per_test,
         power=power, z_alpha=z_alpha, z_power=z_power,
     )
@@ -119,13 +137,18 @@ def mde(
 def mcnemar_sample_size(
     effect: float, discordance: float, *, alpha: float = 0.05, power: float = 0.8
 ) -> McNemarSampleSize:
-    """Pairs needed to detect ``effect`` at ``discordance`` (Connor 1987, seed 003)."""
+    """Pairs needed to detect ``effect`` at ``discordance`` (Connor 1987, seed 003).
+
+    ``power`` must lie strictly between 0.5 and 1 (see the module docstring); an effect
+    so small that n overflows a float is an InputError naming ``effect``.
+    """
     delta, psi = _check_mcnemar(effect, discordance)
     alpha = check_alpha(alpha)
-    power = check_alpha(power, field="power")
+    power = check_power(power)
     z_alpha = _z(1 - alpha / 2)
     z_power = _z(power)
-    n_exact = (z_alpha * math.sqrt(psi) + z_power * math.sqrt(psi - delta**2)) ** 2 / delta**2
+    root_n = (z_alpha * math.sqrt(psi) + z_power * math.sqrt(psi - delta * delta)) / delta
+    n_exact = check_finite_result(root_n * root_n, what="the number of pairs", field="effect")
     return McNemarSampleSize(n=math.ceil(n_exact - 1e-9), n_exact=n_exact, effect=delta,
                              discordance=psi, alpha=alpha, power=power)
 

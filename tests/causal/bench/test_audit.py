@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import pathlib
-import shutil
 
 import numpy as np
 import pytest
@@ -20,6 +18,7 @@ from rungbench.causal.bench.audit import (
 )
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import evaluate
+from rungbench.causal.bench.verified import CASES, ORACLE, open_bench, open_run, run_verdicts
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +46,11 @@ def test_skin_structure_invariance_and_its_failure(
     bench: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     """Twins differ only by names; a domain case given an extra hint breaks invariance."""
-    ok = skin_structure_audit(bench)
+    cases = open_bench(bench).jsonl(CASES)
+    ok = skin_structure_audit(cases)
     assert ok["pass"] and ok["pairs"] > 100
-    copy = tmp_path / "b"
-    shutil.copytree(bench, copy)
-    path = copy / "public" / "cases.jsonl"
-    lines = path.read_text().splitlines()
-    case = json.loads(lines[0])
-    case["question"] += " Note that it usually rains."
-    lines[0] = json.dumps(case)
-    path.write_text("\n".join(lines) + "\n")
-    bad = skin_structure_audit(copy)
+    cases[0] = {**cases[0], "question": cases[0]["question"] + " Note that it usually rains."}
+    bad = skin_structure_audit(cases)
     assert bad["mismatched"] == 1 and not bad["pass"]
 
 
@@ -65,13 +58,12 @@ def test_skin_behaviour_audit(bench: pathlib.Path, tmp_path: pathlib.Path) -> No
     """The oracle agent is skin-invariant; an agent right only under domain skins is flagged."""
     run = tmp_path / "run"
     evaluate(bench, "reference:oracle", run)
-    assert skin_behaviour_audit(run)["pass"]
-    rows = [json.loads(t) for t in (run / "verdicts.jsonl").read_text().splitlines()]
+    rows = run_verdicts(open_run(run))
+    assert skin_behaviour_audit(rows)["pass"]
     for r in rows:
         if r["verdict"]["case_id"].endswith("n"):
             r["verdict"]["outcome"] = "wrong"
-    (run / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    flagged = skin_behaviour_audit(run)
+    flagged = skin_behaviour_audit(rows)
     assert not flagged["pass"]
     assert flagged["domain_accuracy"] - flagged["nonsense_accuracy"] == pytest.approx(1.0)
 
@@ -114,12 +106,11 @@ def test_listing_order_gate_holds_on_every_split(split: str, tmp_path: pathlib.P
 
 def test_standardized_baseline_falls_back_to_listing_order(bench: pathlib.Path) -> None:
     """After standardization the sort-by-variance baseline is exactly the listing-order cue."""
-    oracles = {o["case_id"]: o for o in map(json.loads, (bench / "private" / "oracle.jsonl")
-                                             .read_text().splitlines())}
+    verified = open_bench(bench)
+    oracles = {o["case_id"]: o for o in verified.jsonl(ORACLE)}
     shares: list[float] = []
     raw: list[float] = []
-    for text in (bench / "public" / "cases.jsonl").read_text().splitlines():
-        case = json.loads(text)
+    for case in verified.jsonl(CASES):
         samples = case["evidence"]["payload"].get("samples")
         edges = oracles[case["case_id"]]["true_edges"]
         if samples is None or not edges:
@@ -142,14 +133,10 @@ def test_listing_gate_fails_above_55_percent(tmp_path: pathlib.Path) -> None:
 
     variables = [{"name": "C", "parents": ["A"]}, {"name": "A", "parents": []},
                  {"name": "B", "parents": ["A", "C"]}]
-    (tmp_path / "private").mkdir()
-    (tmp_path / "public").mkdir()
     world = {"world": {"variables": variables}, "causal_order": ["A", "C", "B"]}
-    (tmp_path / "private" / "worlds.jsonl").write_text(json.dumps(world) + "\n")
     case = {"world_id": "w0", "skin": "domain",
             "evidence": {"kind": "mechanism", "payload": {"variables": variables}}}
-    (tmp_path / "public" / "cases.jsonl").write_text(json.dumps(case) + "\n")
-    lo = listing_order_audit(tmp_path)
+    lo = listing_order_audit([world], [case])
     assert lo["before"]["rate"] == 1.0
     assert lo["after"]["rate"] == pytest.approx(2 / 3)
     assert lo["pass"] is False
@@ -161,22 +148,16 @@ def test_listing_audit_counts_each_world_skin_listing_once(tmp_path: pathlib.Pat
 
     variables = [{"name": "C", "parents": ["A"]}, {"name": "A", "parents": []},
                  {"name": "B", "parents": ["A", "C"]}]
-    (tmp_path / "private").mkdir()
-    (tmp_path / "public").mkdir()
-    (tmp_path / "private" / "worlds.jsonl").write_text("")
     case = {"world_id": "w0", "skin": "domain",
             "evidence": {"kind": "mechanism", "payload": {"variables": variables}}}
-    (tmp_path / "public" / "cases.jsonl").write_text((json.dumps(case) + "\n") * 3)
-    after = listing_order_audit(tmp_path)["after"]
+    after = listing_order_audit([], [case] * 3)["after"]
     assert (after["agree"], after["edges"]) == (2, 3)
 
 
 def test_skin_structure_audit_without_twins_does_not_pass(tmp_path: pathlib.Path) -> None:
     """A bench with no domain/nonsense twin pair has nothing checked, so the audit fails."""
-    (tmp_path / "public").mkdir()
     case = {"case_id": "c0001d", "skin": "domain", "evidence": {"kind": "joint"}}
-    (tmp_path / "public" / "cases.jsonl").write_text(json.dumps(case) + "\n")
-    out = skin_structure_audit(tmp_path)
+    out = skin_structure_audit([case])
     assert out["pairs"] == 0 and out["pass"] is False
 
 
@@ -194,8 +175,7 @@ def test_skin_behaviour_audit_clusters_by_world(tmp_path: pathlib.Path) -> None:
             for skin, outcome in (("d", "correct"), ("n", "wrong" if item else "correct")):
                 rows.append({"world_id": f"w{w}",
                              "verdict": {"case_id": f"w{w}i{item}{skin}", "outcome": outcome}})
-    (tmp_path / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = skin_behaviour_audit(tmp_path)
+    out = skin_behaviour_audit(rows)
     assert out["pairs"] == 8
     assert out["delta"]["n_clusters"] == 4
     assert out["delta"]["mean"] == pytest.approx(0.5)

@@ -8,11 +8,11 @@ import pathlib
 import pytest
 
 from rungbench.causal.bench.build import build_split
-from rungbench.causal.bench.evaluate import evaluate, score_responses, score_run
+from rungbench.causal.bench.evaluate import evaluate, score_responses
 from rungbench.causal.bench.records import OUTCOMES
 from rungbench.causal.bench.reference_agents import SIGNATURES, reference_agent
 from rungbench.causal.bench.report import build_report
-from rungbench.causal.bench.scorer import load_oracles
+from rungbench.causal.bench.verified import bench_oracles, open_bench, open_run, run_verdicts
 from rungbench.errors import InputError
 
 
@@ -47,14 +47,14 @@ def test_always_abstain_fills_exactly_the_abstention_cells(
     assert s["outcomes"]["abstain"] == s["n"] > 0
     assert sum(s["outcomes"].values()) == s["n"]
     assert s["labels"] == {}
-    oracles = load_oracles(benches[split] / "private" / "oracle.jsonl")
+    oracles = bench_oracles(open_bench(benches[split]))
     table = build_report(run)["identification"]
     n_non_id = sum(not o.identifiable for o in oracles.values())
     assert n_non_id > 0
-    assert table["identifiable"] == {**dict.fromkeys(OUTCOMES, 0),
-                                     "abstain": len(oracles) - n_non_id}
-    assert table["not_identifiable"] == {**dict.fromkeys(OUTCOMES, 0), "abstain": n_non_id}
-    rows = [json.loads(t) for t in (run / "verdicts.jsonl").read_text().splitlines()]
+    empty = {**dict.fromkeys(OUTCOMES, 0), "missing": 0}
+    assert table["identifiable"] == {**empty, "abstain": len(oracles) - n_non_id}
+    assert table["not_identifiable"] == {**empty, "abstain": n_non_id}
+    rows = run_verdicts(open_run(run))
     assert all(r["verdict"]["brier"] is None for r in rows)
 
 
@@ -77,7 +77,7 @@ def test_never_abstain_fails_exactly_the_non_identifiable_items(
 ) -> None:
     """never-abstain is right on identifiable items and answers a value on every non-ID item."""
     s = evaluate(benches["test"], "reference:never_abstain", tmp_path / "run")
-    oracles = load_oracles(benches["test"] / "private" / "oracle.jsonl")
+    oracles = bench_oracles(open_bench(benches["test"]))
     n_non_id = sum(not o.identifiable for o in oracles.values())
     assert s["outcomes"]["false_answer_on_non_id"] == n_non_id == s["failed"] > 0
     assert s["outcomes"]["correct"] == s["n"] - n_non_id
@@ -93,14 +93,19 @@ def test_run_manifest_and_verdicts_written(
     manifest = json.loads((run / "run_manifest.json").read_text())
     assert manifest["split"] == "dev" and manifest["arm"] == "reference:rung1"
     assert manifest["scorer_hash"].startswith("sha256:")
-    rows = [json.loads(t) for t in (run / "verdicts.jsonl").read_text().splitlines()]
+    rows = run_verdicts(open_run(run))
     assert all(r["world_id"] for r in rows)
 
 
 def test_bad_response_lines_are_counted_invalid(
     benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
 ) -> None:
-    """A file with bad lines is still scored; bad lines are invalid, missing cases counted."""
+    """A file with bad lines is still scored; bad lines are invalid, missing cases counted.
+
+    The denominator is the bench's cases: the four cases no line names are missing, and
+    the four bad lines (unparseable, or naming a case already answered or no bench case)
+    are invalid lines outside the per-case outcomes.
+    """
     run = tmp_path / "run"
     evaluate(benches["dev"], "reference:oracle", run)
     lines = (run / "responses.jsonl").read_text().splitlines()
@@ -112,13 +117,13 @@ def test_bad_response_lines_are_counted_invalid(
         json.dumps({**first, "case_id": "nope"}),
         json.dumps({**first, "value": 1.5}),
     ]
-    (run / "responses.jsonl").write_text("\n".join(lines[:good] + bad) + "\n")
-    s = score_run(benches["dev"], run, "external")
-    assert s["outcomes"]["invalid"] == 4
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("\n".join(lines[:good] + bad) + "\n")
+    s = score_responses(benches["dev"], mine, tmp_path / "scored", "external")
+    assert s["outcomes"]["invalid"] == 0
     assert s["n"] == len(lines)
     assert s["missing"] == 4
-    errors = [json.loads(t)["verdict"]["error"]
-              for t in (run / "verdicts.jsonl").read_text().splitlines()[good:]]
+    errors = [b["error"] for b in s["invalid_lines"]]
     assert f":{good + 1}: malformed JSON" in errors[0]
     assert f":{good + 2}: Field required" in errors[1] and "'status'" in errors[1]
     assert f":{good + 3}: unknown case id 'nope'" in errors[2]

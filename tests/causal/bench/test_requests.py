@@ -19,7 +19,7 @@ from rungbench.causal.bench.requests import (
     validate_causal_answer,
     write_agent_responses,
 )
-from rungbench.errors import InputError
+from rungbench.errors import InputError, IntegrityError
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import EVENTS, create_run, describe_agent, execute_run
 
@@ -72,11 +72,10 @@ def test_offset_and_limit_select_a_slice_of_cases(bench: Path) -> None:
 
 
 def test_bench_without_public_records_is_refused(tmp_path: Path) -> None:
-    """A directory with an empty public/ folder is an InputError naming that folder."""
+    """A directory with an empty public/ folder and no seal is refused, naming SEAL.json."""
     (tmp_path / "public").mkdir()
-    with pytest.raises(InputError, match="no public case records") as caught:
+    with pytest.raises(IntegrityError, match=r"SEAL\.json: missing"):
         causal_schedule(tmp_path)
-    assert caught.value.path == str(tmp_path / "public")
 
 
 def test_reference_case_agent_needs_a_known_policy_and_the_oracle(
@@ -163,15 +162,15 @@ def test_out_of_range_value_is_an_illegal_final_counted_invalid(
     assert write_agent_responses(run_dir) == {"responses": 0, "invalid": 3, "missing": 0}
 
 
-def test_public_file_that_is_not_utf8_names_its_line(bench: Path, tmp_path: Path) -> None:
-    """A public record file with a non-UTF-8 byte is an InputError at that line."""
+def test_public_file_that_is_not_utf8_names_it(bench: Path, tmp_path: Path) -> None:
+    """A public record file given a non-UTF-8 line after sealing is refused, naming the file."""
     import shutil
 
     copy = tmp_path / "bench"
-    shutil.copytree(bench / "public", copy / "public")
-    target = sorted((copy / "public").glob("*.jsonl"))[0]
+    shutil.copytree(bench, copy)
+    target = copy / "public" / "cases.jsonl"
     lines = target.read_bytes().splitlines(keepends=True)
     target.write_bytes(b"".join([lines[0], b"\xff\xfe\n", *lines[1:]]))
-    with pytest.raises(InputError, match="not UTF-8") as caught:
+    with pytest.raises(IntegrityError, match="changed since it was sealed") as caught:
         causal_schedule(copy)
-    assert (caught.value.path, caught.value.line) == (str(target), 2)
+    assert str(target) in str(caught.value)

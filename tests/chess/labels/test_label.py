@@ -26,7 +26,7 @@ from rungbench.chess.labels.qualify import qualify
 from rungbench.chess.labels.stage_records import json_schemas, read_stage
 from rungbench.chess.position import Lineage, Position, describe
 from rungbench.chess.workspace import Workspace
-from rungbench.errors import IntegrityError, Refusal
+from rungbench.errors import Refusal
 from rungbench.evidence.canonical import bytes_digest, digest, loads_canonical
 
 NODES = 3_000
@@ -187,8 +187,9 @@ def test_tampered_stage_files_are_detected(two_runs: dict[str, Any], tmp_path: P
     assert caught.value.codes == ("stage_file_changed",)
     victim = next((ws.stage / "candidates").iterdir())
     victim.write_bytes(victim.read_bytes().replace(b'"pass":"A"', b'"pass":"B"'))
-    with pytest.raises(IntegrityError):
+    with pytest.raises(Refusal) as caught:
         read_stage(ws.stage)
+    assert "stage_file_changed" in caught.value.codes
 
 
 def test_gate_clear_and_search_order(two_runs: dict[str, Any], tmp_path: Path,

@@ -78,3 +78,21 @@ def test_every_command_takes_json() -> None:
                  ["label", "preflight"], ["label", "run"]):
         result = RUNNER.invoke(app, [*args, "--help"])
         assert result.exit_code == 0 and "--json" in result.stdout, args
+
+
+def test_hash_above_engine_maximum_exits_1_naming_the_option(tmp_path: Path,
+                                                             make_workspace: Any) -> None:
+    """`label run --hash-mb` above Stockfish's declared maximum: exit 1 within seconds, one
+    line naming --hash-mb, no traceback, no stage (it used to print one and hang)."""
+    import subprocess
+    import sys
+
+    ws = make_workspace(tmp_path / "ws")
+    done = subprocess.run(
+        [sys.executable, "-c", "from rungbench.cli import main; main()", "chess", "label", "run",
+         "--work", str(ws.root), "--hash-mb", "33554433", "--max-load", "1000000"],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--hash-mb" in lines[0] and "Traceback" not in done.stderr
+    assert not ws.stage.exists()

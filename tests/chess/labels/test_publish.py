@@ -74,12 +74,12 @@ def test_leftover_temp_stage_from_a_killed_run_is_cleared(tmp_path: Path) -> Non
     """A temp stage directory left by a SIGKILLed publication is removed; the stage appears
     complete, with exactly the files given."""
     ws = Workspace(tmp_path)
-    leftover = tmp_path / ".stage-killed"
+    leftover = tmp_path / ".label-stage.tmp-99999"
     (leftover / "candidates").mkdir(parents=True)
     (leftover / "manifest.json").write_bytes(b"partial")
     files = {"candidates/ab.json": b"1", "manifest.json": b"2", "stage.json": b"3"}
     publish_module._write_stage(ws, files)
     assert not leftover.exists()
     assert sorted(p.relative_to(ws.stage).as_posix() for p in ws.stage.rglob("*.json")) == sorted(
-        files)
+        [*files, "SEAL.json"])
     assert (ws.stage / "manifest.json").read_bytes() == b"2"

@@ -43,6 +43,13 @@ def engine_starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return starts
 
 
+def refreeze(ws: Workspace, name: str, paths: list[Path], *, terminal: bool) -> None:
+    """Freeze cohort ``name`` anew; a terminal cohort is never replaced, so it is removed
+    first (the test plays a user who deleted it)."""
+    ws.cohort(name).unlink(missing_ok=True)
+    freeze_cohort(ws, name, paths, terminal=terminal)
+
+
 def stockfish_children() -> list[int]:
     """Return pids of running processes whose parent is this test process."""
     mine = str(os.getpid())
@@ -92,7 +99,7 @@ def test_cohort_not_terminal(tmp_path: Path, make_workspace: Callable[..., Works
                              label_data: Any, engine_starts: list[str]) -> None:
     """A live (non-terminal) cohort refuses with cohort_not_terminal, also at qualify."""
     ws = make_workspace(tmp_path, qualified=False)
-    freeze_cohort(ws, "replication", label_data.replication, terminal=False)
+    refreeze(ws, "replication", label_data.replication, terminal=False)
     with pytest.raises(Refusal) as caught:
         qualify(ws)
     assert caught.value.codes == ("cohort_not_terminal",)
@@ -104,7 +111,7 @@ def test_cohort_changed_after_qualification(
         label_data: Any, engine_starts: list[str]) -> None:
     """Re-freezing a cohort with more games after qualifying refuses with cohort_changed."""
     ws = make_workspace(tmp_path)
-    freeze_cohort(ws, "replication", [*label_data.replication, label_data.pilot[1]], terminal=True)
+    refreeze(ws, "replication", [*label_data.replication, label_data.pilot[1]], terminal=True)
     codes = refused(ws, engine_starts)
     assert "cohort_changed" in codes and "pool_changed" not in codes
 
@@ -115,7 +122,7 @@ def test_cohort_source_grew(tmp_path: Path, make_workspace: Callable[..., Worksp
     copy = tmp_path / "output.txt"
     shutil.copy(label_data.replication[0], copy)
     ws = make_workspace(tmp_path / "ws", qualified=False)
-    freeze_cohort(ws, "replication", [copy], terminal=True)
+    refreeze(ws, "replication", [copy], terminal=True)
     qualify(ws)
     with copy.open("a") as fh:
         fh.write("make_move e2e4\n")
@@ -126,7 +133,7 @@ def test_pool_changed(tmp_path: Path, make_workspace: Callable[..., Workspace],
                       label_data: Any, engine_starts: list[str]) -> None:
     """Re-freezing the pool after qualification refuses with pool_changed."""
     ws = make_workspace(tmp_path)
-    freeze_pool(ws, label_data.sources(3, 2), PoolConfig(reserve=0))
+    freeze_pool(ws, label_data.sources(3, 2), PoolConfig(reserve=0), force=True)
     codes = refused(ws, engine_starts)
     assert "pool_changed" in codes and "cohort_changed" not in codes
 
@@ -136,7 +143,7 @@ def _cohort_with_position(tmp_path: Path, ws: Workspace, board: chess.Board) -> 
     pgn = tmp_path / "leak.pgn"
     pgn.write_text(f'[FEN "{board.fen()}"]\n[SetUp "1"]\n[Result "*"]\n\n*\n')
     transcript = Path(load_cohort_sources(ws)[0])
-    freeze_cohort(ws, "replication", [transcript, pgn], terminal=True)
+    refreeze(ws, "replication", [transcript, pgn], terminal=True)
 
 
 def load_cohort_sources(ws: Workspace) -> list[str]:

@@ -133,3 +133,18 @@ def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="not UTF-8") as caught:
             build(path)
         assert caught.value.line == line
+
+
+@pytest.mark.parametrize(("fen", "ending"), [
+    ("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "stalemate"),
+    ("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", "checkmate"),
+])
+def test_position_without_a_legal_move_is_refused_at_its_line(
+    tmp_path: Path, fen: str, ending: str
+) -> None:
+    """A stalemate or checkmate FEN is no move-choice cell: an InputError naming line and 'fen'."""
+    path = tmp_path / "p.jsonl"
+    path.write_text(f'{{"fen": "{FEN}"}}\n{{"fen": "{fen}"}}\n')
+    with pytest.raises(InputError, match=ending) as caught:
+        fen_schedule(path)
+    assert (caught.value.path, caught.value.line, caught.value.field) == (str(path), 2, "fen")

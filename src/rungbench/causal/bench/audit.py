@@ -13,18 +13,28 @@
   marginal variance (ties count one half), raw and after standardization, and
   the accuracy of the sort-by-variance baseline that orients every true
   adjacency from the lower- to the higher-variance end.
+
+:func:`audit_bench` reads the bench (and run) only through ``causal.bench.verified``;
+the audits themselves are pure functions of the parsed records.
 """
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from rungbench.causal.bench.verified import (
+    CASES,
+    ORACLE,
+    WORLDS,
+    open_bench,
+    open_run,
+    run_verdicts,
+)
 from rungbench.evidence.canonical import canonical_bytes
 from rungbench.stats import paired_cluster_bootstrap
 
@@ -32,10 +42,8 @@ LISTING_GATE = 0.55
 """Largest acceptable agreement of edge direction with listing position (seed 003 stage 3)."""
 
 
-def _jsonl(path: pathlib.Path) -> Iterator[dict[str, Any]]:
-    for text in path.read_text(encoding="utf-8").splitlines():
-        if text.strip():
-            yield json.loads(text)
+Records = Sequence[Mapping[str, Any]]
+"""Parsed JSON records (cases, worlds, oracle records or verdict rows)."""
 
 
 def listing_agreement(listing: Sequence[str], edges: Sequence[tuple[str, str]]) -> tuple[int, int]:
@@ -58,17 +66,17 @@ def _listed_graph(case: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, s
     return listing, edges
 
 
-def listing_order_audit(bench: pathlib.Path) -> dict[str, Any]:
+def listing_order_audit(worlds: Records, cases: Records) -> dict[str, Any]:
     """Edge/listing agreement before (causal order) and after shuffling (public listings)."""
     before = [0, 0]
-    for w in _jsonl(bench / "private" / "worlds.jsonl"):
+    for w in worlds:
         edges = [(p, v["name"]) for v in w["world"]["variables"] for p in v["parents"]]
         k, n = listing_agreement(w["causal_order"], edges)
         before[0] += k
         before[1] += n
     after = [0, 0]
     seen: set[tuple[str, str]] = set()
-    for case in _jsonl(bench / "public" / "cases.jsonl"):
+    for case in cases:
         graph = _listed_graph(case)
         key = (case["world_id"], case["skin"])
         if graph is None or key in seen:
@@ -108,15 +116,15 @@ def skeleton_form(case: Mapping[str, Any]) -> bytes:
     return canonical_bytes(strip(body))
 
 
-def skin_structure_audit(bench: pathlib.Path) -> dict[str, Any]:
+def skin_structure_audit(cases: Records) -> dict[str, Any]:
     """Count twin pairs whose skin-free forms differ (must be zero)."""
-    cases = {c["case_id"]: c for c in _jsonl(bench / "public" / "cases.jsonl")}
+    by_id = {c["case_id"]: c for c in cases}
     pairs = mismatched = 0
     examples = []
-    for cid, case in cases.items():
+    for cid, case in by_id.items():
         if case["skin"] == "nonsense":
             continue
-        twin = cases.get(cid[:-1] + "n")
+        twin = by_id.get(cid[:-1] + "n")
         if twin is None:
             continue
         pairs += 1
@@ -127,9 +135,14 @@ def skin_structure_audit(bench: pathlib.Path) -> dict[str, Any]:
             "pass": pairs > 0 and mismatched == 0}
 
 
-def skin_behaviour_audit(run: pathlib.Path, *, seed: int = 0) -> dict[str, Any]:
+def _right(row: Mapping[str, Any]) -> float:
+    return float(row["verdict"]["outcome"] in ("correct", "correct_non_id")
+                 and not row.get("missing"))
+
+
+def skin_behaviour_audit(verdicts: Records, *, seed: int = 0) -> dict[str, Any]:
     """Accuracy on domain vs nonsense twins of a scored run, paired by item, by-world clusters."""
-    rows = {r["verdict"]["case_id"]: r for r in _jsonl(run / "verdicts.jsonl")}
+    rows = {r["verdict"]["case_id"]: r for r in verdicts}
     a: list[float] = []
     b: list[float] = []
     clusters: list[str] = []
@@ -137,8 +150,8 @@ def skin_behaviour_audit(run: pathlib.Path, *, seed: int = 0) -> dict[str, Any]:
         twin = rows.get(cid[:-1] + "n")
         if not cid.endswith("d") or twin is None:
             continue
-        a.append(float(row["verdict"]["outcome"] in ("correct", "correct_non_id")))
-        b.append(float(twin["verdict"]["outcome"] in ("correct", "correct_non_id")))
+        a.append(_right(row))
+        b.append(_right(twin))
         clusters.append(str(row["world_id"]))
     if not a:
         return {"pairs": 0, "pass": False}
@@ -192,14 +205,14 @@ def sort_by_variance_accuracy(
     return right / len(edges)
 
 
-def varsortability_audit(bench: pathlib.Path) -> dict[str, Any]:
+def varsortability_audit(cases: Records, oracle_records: Records) -> dict[str, Any]:
     """Varsortability and the sort-by-variance baseline, raw and standardized."""
-    oracles = {o["case_id"]: o for o in _jsonl(bench / "private" / "oracle.jsonl")}
+    oracles = {o["case_id"]: o for o in oracle_records}
     raw_v: list[float] = []
     std_v: list[float] = []
     raw_b: list[float] = []
     std_b: list[float] = []
-    for case in _jsonl(bench / "public" / "cases.jsonl"):
+    for case in cases:
         samples = case["evidence"]["payload"].get("samples")
         edges = oracles[case["case_id"]].get("true_edges")
         if samples is None or not edges:
@@ -228,13 +241,16 @@ def varsortability_audit(bench: pathlib.Path) -> dict[str, Any]:
 
 
 def audit_bench(bench: pathlib.Path, run: pathlib.Path | None = None) -> dict[str, Any]:
-    """Every audit of a built bench (and of a scored run when given)."""
+    """Every audit of a built bench (and of a scored run when given), after verifying both."""
+    verified = open_bench(bench)
+    rows = run_verdicts(open_run(run)) if run is not None else None
+    cases = verified.jsonl(CASES)
     out: dict[str, Any] = {
-        "listing_order": listing_order_audit(bench),
-        "skin_structure": skin_structure_audit(bench),
-        "varsortability": varsortability_audit(bench),
+        "listing_order": listing_order_audit(verified.jsonl(WORLDS), cases),
+        "skin_structure": skin_structure_audit(cases),
+        "varsortability": varsortability_audit(cases, verified.jsonl(ORACLE)),
     }
-    if run is not None:
-        out["skin_behaviour"] = skin_behaviour_audit(run)
+    if rows is not None:
+        out["skin_behaviour"] = skin_behaviour_audit(rows)
     out["pass"] = all(v.get("pass", True) for v in out.values() if isinstance(v, dict))
     return out

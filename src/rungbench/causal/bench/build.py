@@ -6,12 +6,15 @@ Layout written by :func:`build_split` (seed 003 "Splits and contamination")::
     OUT/public/manifest.json     split, counts and file digests; no seed
     OUT/public/schemas/*.json    JSON Schema of every record
     OUT/private/   (mode 0700)   oracle.jsonl, worlds.jsonl, manifest.json (seeds)
+    OUT/SEAL.json                every file above with its sha256 (evidence.sealed)
 
 Every item is rendered twice over the same structure: under a domain skin and
 under the nonsense skin, with the same template and listing order, linked by
 ``cf_link`` (the nonsense-skin invariance control). Building twice with the
 same arguments gives byte-identical directories. The build ends with the leak
-scan and refuses (exit 3) if any public file holds a private value.
+scan and refuses (exit 3) if any public file holds a private value. The bench is
+built in a temporary sibling and becomes visible at OUT only complete, scanned and
+sealed; every reader verifies the seal (``causal.bench.verified``).
 """
 
 from __future__ import annotations
@@ -57,11 +60,13 @@ from rungbench.causal.bench.skins import (
     render_event,
     render_question,
 )
-from rungbench.causal.bench.splits import split_seed, world_plan
+from rungbench.causal.bench.splits import STRUCTURES, split_seed, world_plan
+from rungbench.causal.bench.verified import BENCH_KIND, hide_seal
 from rungbench.causal.scm.joint import observed_joint
 from rungbench.causal.scm.world import World
 from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest
+from rungbench.evidence.sealed import ensure_absent, publish_dir
 
 BENCH_SCHEMA = "rungbench.causal.bench/1"
 """Schema tag of the public and private bench manifests."""
@@ -369,17 +374,66 @@ def _world_record(b: BuiltWorld) -> dict[str, Any]:
     }
 
 
+MAX_WORLDS = 2_000
+"""Largest ``--worlds`` a build accepts (the full test split has 200); past it, refused
+before anything is drawn or allocated."""
+
+
+def check_world_count(n_worlds: int) -> int:
+    """Return ``n_worlds`` if it is in [1, :data:`MAX_WORLDS`]; refuse (``bad_request``)."""
+    if not 1 <= n_worlds <= MAX_WORLDS:
+        raise Refusal([Reason("bad_request", f"--worlds must be in [1, {MAX_WORLDS}], got "
+                              f"{n_worlds}", subject="--worlds",
+                              data={"max_worlds": MAX_WORLDS})], gate="causal build")
+    return n_worlds
+
+
 def build_split(
     split: str,
     n_worlds: int,
     seed: int,
     out: pathlib.Path,
     progress: Callable[[int], None] | None = None,
+    *,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary."""
-    if n_worlds < 1:
-        raise Refusal([Reason("bad_request", f"--worlds must be >= 1, got {n_worlds}")],
+    """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary.
+
+    The bench is written into a hidden temporary sibling, leak-scanned, sealed and
+    renamed into place in one step (:func:`rungbench.evidence.sealed.publish_dir`):
+    a killed or failed build leaves nothing at ``out``. An existing ``out`` is refused
+    (``exists``) unless ``force``.
+    """
+    check_world_count(n_worlds)
+    if split not in STRUCTURES:
+        raise Refusal([Reason("bad_request", f"unknown split {split!r}; known: "
+                              f"{', '.join(STRUCTURES)}", subject="--split")],
                       gate="causal build")
+    ensure_absent(out, force=force, what="causal bench")
+    built = build_worlds(split, n_worlds, seed, progress)
+    with publish_dir(out, kind=BENCH_KIND, force=force) as temp:
+        manifest = write_bench(temp, split, seed, built)
+        report = scan_bench(temp)
+        if not report.ok:
+            raise Refusal([Reason("leak", f.detail, subject=f.where)
+                           for f in report.findings[:20]], gate="leak scan")
+    hide_seal(out)
+    oracles = [o.model_dump(mode="json") for b in built for o in b.oracles]
+    return {**manifest, "out": str(out), "leak_scan": _relocated(report.to_json(), temp, out),
+            "structures": dict(sorted(Counter(b.draw.structure for b in built).items())),
+            "witness_gaps": witness_gap_summary(oracles)}
+
+
+def _relocated(doc: dict[str, Any], temp: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:
+    """The leak-scan summary with the temporary directory's path replaced by ``out``."""
+    text = json.dumps(doc).replace(json.dumps(str(temp))[1:-1], json.dumps(str(out))[1:-1])
+    relocated: dict[str, Any] = json.loads(text)
+    return relocated
+
+
+def build_worlds(split: str, n_worlds: int, seed: int,
+                 progress: Callable[[int], None] | None = None) -> list[BuiltWorld]:
+    """Draw and render every world of the split's plan, balancing the listing lean."""
     built: list[BuiltWorld] = []
     excess = 0
     for i, (structure, wseed) in enumerate(world_plan(split, n_worlds, seed)):
@@ -387,7 +441,13 @@ def build_split(
         excess += built[-1].forward_excess
         if progress is not None:
             progress(i + 1)
-    public, private = out / "public", out / "private"
+    return built
+
+
+def write_bench(root: pathlib.Path, split: str, seed: int,
+                built: Sequence[BuiltWorld]) -> dict[str, Any]:
+    """Write the public and private files of a bench under ``root``; return the manifest."""
+    public, private = root / "public", root / "private"
     public.mkdir(parents=True, exist_ok=True)
     private.mkdir(parents=True, exist_ok=True)
     os.chmod(private, 0o700)
@@ -416,13 +476,7 @@ def build_split(
         "split_seed": split_seed(split, seed), "files": pfiles,
         "public_digest": manifest["digest"],
     }), 0o600)
-    report = scan_bench(out)
-    if not report.ok:
-        raise Refusal([Reason("leak", f.detail, subject=f.where) for f in report.findings[:20]],
-                      gate="leak scan")
-    return {**manifest, "out": str(out), "leak_scan": report.to_json(),
-            "structures": dict(sorted(Counter(b.draw.structure for b in built).items())),
-            "witness_gaps": witness_gap_summary(oracles)}
+    return manifest
 
 
 def witness_gap_summary(oracles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 Seed 003 "Deterministic scorer" and "Rules": accuracy counts ``correct`` and
 ``correct_non_id`` over every scored case (abstentions and invalid lines stay in
-the denominator) with Clopper–Pearson 95% intervals; the identification table
+the denominator, and so do cases no response line names) with two 95% intervals side by
+side: per case (Clopper–Pearson, cases treated as independent) and over worlds (a
+cluster bootstrap resampling whole worlds, so a world's items and skin twins move
+together); the identification table
 puts each response in exactly one cell; calibration is the Brier score with a
 reliability table; two agents are compared paired by case with a cluster
 bootstrap over worlds ("Stages within a world, domain skins of one world, and
@@ -12,7 +15,6 @@ repeated samples are not independent cases").
 from __future__ import annotations
 
 import itertools
-import json
 import pathlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from rungbench.causal.bench.records import OUTCOMES
+from rungbench.causal.bench.verified import open_run, run_verdicts
 from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
 
 RIGHT = ("correct", "correct_non_id")
@@ -30,40 +33,71 @@ CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 """Confidence bin edges of the reliability table (last bin closed)."""
 
 
+INTERVALS = {
+    "ci95": "Clopper–Pearson 95% interval treating every case as independent (per case)",
+    "ci95_cluster_bootstrap": "95% percentile interval of a bootstrap resampling whole worlds "
+    "(a world's items and their nonsense-skin twins move together); null with < 2 worlds",
+}
+"""What each accuracy interval of the report is (printed in the JSON and the tables)."""
+
+CLUSTER_BOOT = 2000
+"""Bootstrap resamples of the per-group cluster interval."""
+
+
 def load_rows(run: pathlib.Path) -> list[dict[str, Any]]:
-    """Read ``verdicts.jsonl`` of a scored run."""
-    path = run / "verdicts.jsonl"
-    return [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+    """The private per-case verdict rows of a scored run, after verifying its seal."""
+    return run_verdicts(open_run(run))
 
 
 def _is_right(row: Mapping[str, Any]) -> bool:
-    return row["verdict"]["outcome"] in RIGHT
+    return bool(row["verdict"]["outcome"] in RIGHT and not row.get("missing"))
 
 
-def accuracy(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """k right of n with a Clopper–Pearson 95% interval."""
+def cluster_interval(rows: list[Mapping[str, Any]], *, seed: int = 0) -> list[float] | None:
+    """95% cluster-bootstrap interval of accuracy over worlds, or None with under 2 worlds."""
+    worlds = [str(r.get("world_id")) for r in rows]
+    if len(set(worlds)) < 2:
+        return None
+    right = [float(_is_right(r)) for r in rows]
+    d = paired_cluster_bootstrap(right, [0.0] * len(right), worlds, n_boot=CLUSTER_BOOT,
+                                 rng=seed)
+    return [d.low, d.high]
+
+
+def accuracy(rows: Iterable[Mapping[str, Any]], *, seed: int = 0) -> dict[str, Any]:
+    """k right of n: per-case Clopper–Pearson and cluster-bootstrap (over worlds) 95% CIs.
+
+    ``n`` counts every bench case of the group, missing ones included.
+    """
     rows = list(rows)
     k, n = sum(_is_right(r) for r in rows), len(rows)
     lo, hi = clopper_pearson(k, n) if n else (0.0, 1.0)
-    return {"k": k, "n": n, "accuracy": k / n if n else None, "ci95": [lo, hi]}
+    return {"k": k, "n": n, "accuracy": k / n if n else None, "ci95": [lo, hi],
+            "ci95_cluster_bootstrap": cluster_interval(rows, seed=seed),
+            "n_worlds": len({str(r.get("world_id")) for r in rows})}
 
 
-def accuracy_by(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+def accuracy_by(rows: list[dict[str, Any]], key: str, *, seed: int = 0
+                ) -> dict[str, dict[str, Any]]:
     """Accuracy per value of ``key`` (e.g. ``family``, ``rung``)."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[str(r.get(key))].append(r)
-    return {g: accuracy(rs) for g, rs in sorted(groups.items())}
+    return {g: accuracy(rs, seed=seed) for g, rs in sorted(groups.items())}
 
 
 def identification_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """Truth (identifiable / not) × response cell counts (seed 003 three-way table)."""
-    table = {t: {o: 0 for o in OUTCOMES} for t in ("identifiable", "not_identifiable")}
+    """Truth (identifiable / not) × response cell counts (seed 003 three-way table).
+
+    Cases with no response line sit in their own ``missing`` column.
+    """
+    table = {t: {o: 0 for o in (*OUTCOMES, "missing")}
+             for t in ("identifiable", "not_identifiable")}
     for r in rows:
         if r.get("identifiable") is None:
             continue
         truth = "identifiable" if r["identifiable"] else "not_identifiable"
-        table[truth][r["verdict"]["outcome"]] += 1
+        table[truth]["missing" if r.get("missing") else r["verdict"]["outcome"]] += 1
     return table
 
 
@@ -121,10 +155,11 @@ def build_report(
     rows = load_rows(run)
     out: dict[str, Any] = {
         "run": str(run),
-        "overall": accuracy(rows),
-        "by_family": accuracy_by(rows, "family"),
-        "by_rung": accuracy_by(rows, "rung"),
-        "by_item_type": accuracy_by(rows, "item_type"),
+        "intervals": INTERVALS,
+        "overall": accuracy(rows, seed=seed),
+        "by_family": accuracy_by(rows, "family", seed=seed),
+        "by_rung": accuracy_by(rows, "rung", seed=seed),
+        "by_item_type": accuracy_by(rows, "item_type", seed=seed),
         "identification": identification_table(rows),
         "calibration": calibration(rows),
         "failure_labels": failure_label_counts(rows),
@@ -140,28 +175,35 @@ def _fmt(x: float | None) -> str:
 
 
 def _acc_table(title: str, groups: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    lines = [f"## {title}", "", "| group | k/n | accuracy | 95% CI (Clopper–Pearson) |",
-             "| --- | --- | --- | --- |"]
+    lines = [f"## {title}", "",
+             "| group | k/n | worlds | accuracy | 95% CI per case (Clopper–Pearson) "
+             "| 95% CI over worlds (cluster bootstrap) |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for g, a in groups.items():
-        lo, hi = a["ci95"]
-        lines.append(f"| {g} | {a['k']}/{a['n']} | {_fmt(a['accuracy'])} | "
-                     f"[{lo:.3f}, {hi:.3f}] |")
+        lines.append(f"| {g} | {a['k']}/{a['n']} | {a['n_worlds']} | {_fmt(a['accuracy'])} | "
+                     f"{_interval(a['ci95'])} | {_interval(a['ci95_cluster_bootstrap'])} |")
     return [*lines, ""]
+
+
+def _interval(ci: list[float] | None) -> str:
+    return "—" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 def to_markdown(report: Mapping[str, Any]) -> str:
     """Render a report as Markdown."""
     o = report["overall"]
     lines = [f"# Causal benchmark report: {report['run']}", "",
-             f"Overall: {o['k']}/{o['n']} right ({_fmt(o['accuracy'])}, 95% CI "
-             f"[{o['ci95'][0]:.3f}, {o['ci95'][1]:.3f}]).", ""]
+             f"Overall: {o['k']}/{o['n']} right ({_fmt(o['accuracy'])}; 95% CI per case "
+             f"(Clopper–Pearson) {_interval(o['ci95'])}; 95% CI over {o['n_worlds']} worlds "
+             f"(cluster bootstrap) {_interval(o['ci95_cluster_bootstrap'])}).", ""]
     lines += _acc_table("Accuracy by family", report["by_family"])
     lines += _acc_table("Accuracy by rung", report["by_rung"])
     lines += _acc_table("Accuracy by item type", report["by_item_type"])
-    lines += ["## Identification table", "", "| truth | " + " | ".join(OUTCOMES) + " |",
-              "| --- |" + " --- |" * len(OUTCOMES)]
+    cells_order = (*OUTCOMES, "missing")
+    lines += ["## Identification table", "", "| truth | " + " | ".join(cells_order) + " |",
+              "| --- |" + " --- |" * len(cells_order)]
     for truth, cells in report["identification"].items():
-        lines.append(f"| {truth} | " + " | ".join(str(cells[c]) for c in OUTCOMES) + " |")
+        lines.append(f"| {truth} | " + " | ".join(str(cells[c]) for c in cells_order) + " |")
     cal = report["calibration"]
     lines += ["", "## Calibration", "", f"Brier: {_fmt(cal['brier'])} over {cal['n']} cases.", "",
               "| confidence bin | n | mean confidence | accuracy |", "| --- | --- | --- | --- |"]

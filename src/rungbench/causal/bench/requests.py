@@ -21,15 +21,15 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from rungbench.agents.outcomes import Outcome
 from rungbench.agents.protocol import Message, Request, Response, ToolCall
-from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PublicCase
+from rungbench.causal.bench.records import AgentResponse, PublicCase
 from rungbench.causal.bench.reference_agents import POLICIES, CaseAgent
 from rungbench.causal.bench.reference_agents import reference_agent as causal_reference_agent
+from rungbench.causal.bench.verified import CASES, bench_cases, bench_oracles, open_bench
 from rungbench.errors import InputError
-from rungbench.evidence.canonical import file_digest
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import EVENTS, load_run
 from rungbench.execute.schedule import Schedule
@@ -109,11 +109,13 @@ def causal_request(case: PublicCase) -> Request:
 
 
 def causal_schedule(directory: Path, *, limit: int | None = None, offset: int = 0) -> Schedule:
-    """Build one cell per public case of a built causal benchmark directory."""
-    files = sorted((directory / "public").glob("*.jsonl"))
-    if not files:
-        raise InputError("no public case records (*.jsonl)", path=str(directory / "public"))
-    cases = _read_records(files, PublicCase)
+    """Build one cell per public case of a built causal benchmark directory.
+
+    The bench is verified first (:func:`rungbench.causal.bench.verified.open_bench`): an
+    unfinished, tampered or foreign directory is an IntegrityError naming the file.
+    """
+    bench = open_bench(directory)
+    cases = bench_cases(bench)
     chosen = cases[offset : None if limit is None else offset + limit]
     return Schedule.of(
         CAUSAL_TASK,
@@ -121,37 +123,11 @@ def causal_schedule(directory: Path, *, limit: int | None = None, offset: int = 
         [causal_request(c) for c in chosen],
         {
             "directory": directory.name,
-            "files": {
-                p.name: file_digest(str(p)) for p in sorted((directory / "public").glob("*.jsonl"))
-            },
+            "files": {Path(CASES).name: bench.digests[CASES]},
             "offset": offset,
             "limit": limit,
         },
     )
-
-
-_Record = TypeVar("_Record", PublicCase, PrivateOracle)
-
-
-def _read_records(files: list[Path], model: type[_Record]) -> list[_Record]:
-    out: list[_Record] = []
-    for path in files:
-        data = path.read_bytes()
-        try:
-            content = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise InputError(f"not UTF-8 text: {exc.reason}", path=str(path), line=line) from exc
-        for line, text in enumerate(content.splitlines(), start=1):
-            if text.strip():
-                try:
-                    out.append(model.model_validate_json(text))
-                except ValueError as exc:
-                    first = str(exc).splitlines()[0]
-                    raise InputError(
-                        f"not a {model.__name__}: {first}", path=str(path), line=line
-                    ) from exc
-    return out
 
 
 def validate_causal_answer(request: Request, tool: str, arguments: Mapping[str, Any]) -> str | None:
@@ -220,8 +196,7 @@ def reference_case_agent(name: str, bench: Path | None) -> CaseAgentAdapter:
             "causal reference agents read the private oracle records (DIR/private/oracle.jsonl)",
             field="agent",
         )
-    oracle_file = bench / "private" / "oracle.jsonl"
-    oracles = {o.case_id: o for o in _read_records([oracle_file], PrivateOracle)}
+    oracles = bench_oracles(open_bench(bench))
     return CaseAgentAdapter(cast(CaseAgent, causal_reference_agent(f"reference:{name}", oracles)))
 
 

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from rungbench.causal.bench.build import build_split
-from rungbench.causal.bench.scorer import load_oracles, score_dict
+from rungbench.causal.bench.scorer import score_dict
+from rungbench.causal.bench.verified import bench_oracles, open_bench
+from rungbench.errors import InputError
 
 ScoreFn = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
@@ -137,8 +139,7 @@ def generated_responses(n: int, seed: int) -> list[tuple[dict[str, Any], dict[st
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "bench"
         build_split("dev", 14, seed, out)
-        oracles = [o.model_dump(mode="json")
-                   for o in load_oracles(out / "private" / "oracle.jsonl").values()]
+        oracles = [o.model_dump(mode="json") for o in bench_oracles(open_bench(out)).values()]
     rng = np.random.default_rng(seed)
     pairs = []
     for _ in range(n):
@@ -213,8 +214,17 @@ def compare_hand(first: ScoreFn, second: ScoreFn) -> dict[str, Any]:
             "disagreements": disagreements, "sets": sets}
 
 
+MAX_GENERATED = 1_000_000
+"""Most generated responses one agreement run compares (``--n``)."""
+
+
 def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
-    """Run both scorers on both hand sets and on ``n_generated`` generated responses."""
+    """Run both scorers on both hand sets and on ``n_generated`` generated responses.
+
+    ``n_generated`` must lie in [1, :data:`MAX_GENERATED`] (InputError naming ``--n``).
+    """
+    if not 1 <= n_generated <= MAX_GENERATED:
+        raise InputError(f"must be in [1, {MAX_GENERATED}], got {n_generated}", field="--n")
     second = _second_scorer()
     hand = compare_hand(score_dict, second)
     generated = compare(generated_responses(n_generated, seed), score_dict, second)

@@ -21,7 +21,18 @@ from typing import Any
 import numpy as np
 
 from rungbench.causal.scm.world import Variable, World
-from rungbench.errors import InputError
+from rungbench.errors import InputError, Reason, Refusal
+
+MEMORY_BUDGET_BYTES = 512 * 1024 * 1024
+"""Default memory budget of one elimination: the largest table it may build (512 MiB).
+
+Pass ``memory_budget=`` to any oracle or elimination function to change it. A query
+whose estimated largest table exceeds the budget is refused (``world_too_large``)
+before any table is allocated.
+"""
+
+FLOAT_BYTES = 8
+"""Bytes per table entry (float64); index tables are int64, the same size."""
 
 
 @dataclass(frozen=True)
@@ -96,13 +107,13 @@ def reduce(factor: Factor, evidence: Mapping[str, int]) -> Factor:
     return Factor(kept, factor.table[index])
 
 
-def _elimination_order(factors: Sequence[Factor], keep: Iterable[str]) -> list[str]:
-    """Greedy min-degree order over the interaction graph (ties by name)."""
+def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
+    """Greedy min-degree order over the interaction graph of ``scopes`` (ties by name)."""
     keep_set = set(keep)
     neighbours: dict[str, set[str]] = {}
-    for f in factors:
-        for a in f.variables:
-            neighbours.setdefault(a, set()).update(b for b in f.variables if b != a)
+    for scope in scopes:
+        for a in scope:
+            neighbours.setdefault(a, set()).update(b for b in scope if b != a)
     order: list[str] = []
     todo = {v for v in neighbours if v not in keep_set}
     while todo:
@@ -119,11 +130,70 @@ def _elimination_order(factors: Sequence[Factor], keep: Iterable[str]) -> list[s
 def eliminate(factors: Sequence[Factor], keep: Sequence[str]) -> Factor:
     """Sum out every variable not in ``keep``; return the product over ``keep`` (in order)."""
     pool = list(factors)
-    for var in _elimination_order(pool, keep):
+    for var in _elimination_order([f.variables for f in pool], keep):
         touching = [f for f in pool if var in f.variables]
         pool = [f for f in pool if var not in f.variables]
         pool.append(_product(touching, drop=var))
     return _product(pool, drop=None, order=tuple(keep))
+
+
+def largest_table(scopes: Sequence[Sequence[str]], keep: Sequence[str]) -> int:
+    """Variables of the largest table :func:`eliminate` builds on factors over ``scopes``.
+
+    Replays the elimination order on the scopes alone (no table is built): each step
+    multiplies the factors touching a variable into one over their union minus it.
+    """
+    pool = [frozenset(s) for s in scopes]
+    largest = max((len(s) for s in pool), default=0)
+    for var in _elimination_order([tuple(s) for s in pool], keep):
+        touching = [s for s in pool if var in s]
+        merged = frozenset().union(*touching) - {var}
+        pool = [s for s in pool if var not in s] + [merged]
+        largest = max(largest, len(merged))
+    return max(largest, len(set(keep)))
+
+
+def check_budget(world_id: str, n_variables: int, entries: int, budget: int) -> None:
+    """Refuse (``world_too_large``) when a table of ``entries`` float64s exceeds ``budget``."""
+    estimate = entries * FLOAT_BYTES
+    if estimate > budget:
+        raise Refusal([Reason(
+            "world_too_large",
+            f"world {world_id}: exact elimination would build a table over {n_variables} "
+            f"binary variables (~{estimate / 2**20:.0f} MiB), above the memory budget of "
+            f"{budget / 2**20:.0f} MiB",
+            subject=world_id,
+            data={"estimated_bytes": estimate, "budget_bytes": budget,
+                  "largest_factor_variables": n_variables},
+        )], gate="causal oracle")
+
+
+def _factor_plan(var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]
+                 ) -> tuple[tuple[str, ...], int]:
+    """(scope, entries of the largest array built) of the factor of ``var`` over ``group``."""
+    copy_nodes = [n for n, _ in group]
+    parents = list(dict.fromkeys(p for _, ps in group for p in ps
+                                 if isinstance(p, str) and p not in copy_nodes))
+    scope = (*copy_nodes, *parents)
+    rows = 2 ** len(parents)
+    built = max(2 ** len(scope), len(var.responses) * rows * len(group), rows * len(parents))
+    return scope, built
+
+
+def plan_check(world: World, factors: Sequence[tuple[Variable, Sequence[tuple[str, Sequence[
+        str | int]]]]], evidence: Mapping[str, int], keep: Sequence[str], budget: int) -> None:
+    """Estimate every table an elimination over ``factors`` builds; refuse past ``budget``."""
+    scopes: list[tuple[str, ...]] = []
+    worst, worst_vars = 0, 0
+    for var, group in factors:
+        scope, entries = _factor_plan(var, group)
+        if entries > worst:
+            worst, worst_vars = entries, len(scope)
+        scopes.append(tuple(v for v in scope if v not in evidence))
+    width = largest_table(scopes, keep)
+    if 2**width > worst:
+        worst, worst_vars = 2**width, width
+    check_budget(world.world_id, worst_vars, worst, budget)
 
 
 def _product(factors: Sequence[Factor], *, drop: str | None,
@@ -197,13 +267,16 @@ def _network(world: World) -> _Network:
 
 
 def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
-                           given: Sequence[WorldSpec]) -> float:
+                           given: Sequence[WorldSpec], *,
+                           memory_budget: int | None = None) -> float:
     """P(all ``worlds`` events | all ``given`` events), on shared exogenous noise.
 
     Builds the multi-world network: variable V gets one node per distinct
     (world, parents) copy; a copy is shared with the factual node when no
     intervention of that world reaches V. Only ancestors of the events are
-    built (barren nodes sum to one). Exact by variable elimination.
+    built (barren nodes sum to one). Exact by variable elimination. Before any table
+    is built, the largest table is estimated; past ``memory_budget`` bytes (default
+    :data:`MEMORY_BUDGET_BYTES`) the query is refused (``world_too_large``).
     """
     net = _network(world)
     specs = list(worlds) + list(given)
@@ -257,13 +330,15 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
         target = {}
     query = sorted(target)
     needed = _ancestral_nodes(copies, set(query) | set(evidence))
-    factors = []
+    plan: list[tuple[Variable, list[tuple[str, list[str | int]]]]] = []
     for name, by_node in copies.items():
         var = world.var(name)
         live = [(n, ps) for n, ps in by_node.items() if n in needed and n not in fresh]
         groups = [[c] for c in by_node.items() if c[0] in needed and c[0] in fresh]
-        for group in ([live] if live else []) + groups:
-            factors.append(reduce(net.factor(var, group), evidence))
+        plan.extend((var, group) for group in ([live] if live else []) + groups)
+    budget = MEMORY_BUDGET_BYTES if memory_budget is None else memory_budget
+    plan_check(world, plan, evidence, query, budget)
+    factors = [reduce(net.factor(var, group), evidence) for var, group in plan]
     joint = eliminate(factors, query)
     total = float(joint.table.sum())
     if total <= 0.0:
@@ -301,18 +376,22 @@ def _zero_evidence() -> float:
     raise InputError("the conditioning event has probability zero", field="evidence")
 
 
-def rung1(world: World, target: Mapping[str, int], evidence: Mapping[str, int]) -> float:
+def rung1(world: World, target: Mapping[str, int], evidence: Mapping[str, int], *,
+          memory_budget: int | None = None) -> float:
     """P(target | evidence) by variable elimination."""
-    return multiworld_probability(world, [WorldSpec({}, target)], [WorldSpec({}, evidence)])
+    return multiworld_probability(world, [WorldSpec({}, target)], [WorldSpec({}, evidence)],
+                                  memory_budget=memory_budget)
 
 
 def rung2(world: World, target: Mapping[str, int], do: Mapping[str, int],
-          evidence: Mapping[str, int]) -> float:
+          evidence: Mapping[str, int], *, memory_budget: int | None = None) -> float:
     """P(target | do, evidence) by variable elimination on the mutilated graph."""
-    return multiworld_probability(world, [WorldSpec(do, target)], [WorldSpec(do, evidence)])
+    return multiworld_probability(world, [WorldSpec(do, target)], [WorldSpec(do, evidence)],
+                                  memory_budget=memory_budget)
 
 
 def rung3(world: World, target: Mapping[str, int], do: Mapping[str, int],
-          evidence: Mapping[str, int]) -> float:
+          evidence: Mapping[str, int], *, memory_budget: int | None = None) -> float:
     """P(target_do | evidence) by variable elimination on the twin network."""
-    return multiworld_probability(world, [WorldSpec(do, target)], [WorldSpec({}, evidence)])
+    return multiworld_probability(world, [WorldSpec(do, target)], [WorldSpec({}, evidence)],
+                                  memory_budget=memory_budget)

@@ -13,7 +13,10 @@ counterfactual confusion, incorrect noise reuse):
 
 Small worlds are enumerated (`enumeration.Enumerator`); worlds with more than
 `enumeration.MAX_CONFIGURATIONS` exogenous configurations go to variable
-elimination and the twin network (`elimination`). Both are exact.
+elimination and the twin network (`elimination`). Both are exact. Elimination first
+estimates the largest table its order builds and refuses (``world_too_large``, the
+estimate in the reason's data) past ``memory_budget`` bytes (default
+`elimination.MEMORY_BUDGET_BYTES`), before any table is allocated.
 """
 
 from __future__ import annotations
@@ -81,8 +84,13 @@ def _use_enumeration(world: World, method: Method) -> bool:
     return method == "enumeration"
 
 
-def probability(world: World, query: Query, *, method: Method = "auto") -> float:
-    """The exact value of ``query`` in ``world``."""
+def probability(world: World, query: Query, *, method: Method = "auto",
+                memory_budget: int | None = None) -> float:
+    """The exact value of ``query`` in ``world``.
+
+    Refuses (``world_too_large``) a query whose elimination would build a table larger
+    than ``memory_budget`` bytes (default `elimination.MEMORY_BUDGET_BYTES`).
+    """
     check_query(world, query)
     t, d, e = query.target, query.do, query.evidence
     if _use_enumeration(world, method):
@@ -90,46 +98,53 @@ def probability(world: World, query: Query, *, method: Method = "auto") -> float
         if query.rung == 1:
             return en.rung1(t, e)
         return en.rung2(t, d, e) if query.rung == 2 else en.rung3(t, d, e)
+    budget = memory_budget
     if query.rung == 1:
-        return elimination.rung1(world, t, e)
-    return elimination.rung2(world, t, d, e) if query.rung == 2 else elimination.rung3(
-        world, t, d, e)
+        return elimination.rung1(world, t, e, memory_budget=budget)
+    if query.rung == 2:
+        return elimination.rung2(world, t, d, e, memory_budget=budget)
+    return elimination.rung3(world, t, d, e, memory_budget=budget)
 
 
-def answer(world: World, query: Query, *, method: Method = "auto") -> Answer:
+def answer(world: World, query: Query, *, method: Method = "auto",
+           memory_budget: int | None = None) -> Answer:
     """The exact value of ``query`` and, for rung 3, its confusion values."""
-    value = probability(world, query, method=method)
+    value = probability(world, query, method=method, memory_budget=memory_budget)
     used = "enumeration" if _use_enumeration(world, method) else "elimination"
     if query.rung != 3:
         return Answer(value, None, used)
-    return Answer(value, confusions(world, query, method=method), used)
+    return Answer(value, confusions(world, query, method=method, memory_budget=memory_budget),
+                  used)
 
 
-def confusions(world: World, query: Query, *, method: Method = "auto") -> Confusions:
+def confusions(world: World, query: Query, *, method: Method = "auto",
+               memory_budget: int | None = None) -> Confusions:
     """The rung-1, population rung-2 and resampled-noise values of a rung-3 query."""
     check_query(world, query)
     downstream = world.descendants(query.do)
     upstream_ev = {k: v for k, v in query.evidence.items() if k not in downstream}
     seen = {**upstream_ev, **query.do}
     enum = _use_enumeration(world, method)
+    budget = memory_budget
     try:
         rung1 = (enumerator(world).rung1(query.target, seen) if enum
-                 else elimination.rung1(world, query.target, seen))
+                 else elimination.rung1(world, query.target, seen, memory_budget=budget))
     except InputError:
         rung1 = None
     pop = (enumerator(world).rung2(query.target, query.do, {}) if enum
-           else elimination.rung2(world, query.target, query.do, {}))
+           else elimination.rung2(world, query.target, query.do, {}, memory_budget=budget))
     resampled = (enumerator(world).resampled(query.target, query.do, query.evidence) if enum
-                 else _resampled_by_elimination(world, query))
+                 else _resampled_by_elimination(world, query, budget))
     return Confusions(rung1, pop, resampled)
 
 
-def _resampled_by_elimination(world: World, query: Query) -> float:
+def _resampled_by_elimination(world: World, query: Query, memory_budget: int | None) -> float:
     """Resampled value on a multi-world network whose counterfactual copies get fresh noise."""
     return elimination.multiworld_probability(
         world,
         [elimination.WorldSpec(query.do, query.target, fresh_noise=True)],
         [elimination.WorldSpec({}, query.evidence)],
+        memory_budget=memory_budget,
     )
 
 
@@ -152,7 +167,7 @@ def ps(world: World, x: str, y: str, *, x_val: int = 1, y_val: int = 1,
 
 
 def pns(world: World, x: str, y: str, *, x_val: int = 1, y_val: int = 1,
-        method: Method = "auto") -> float:
+        method: Method = "auto", memory_budget: int | None = None) -> float:
     """Probability of necessity and sufficiency PNS = P(Y_x = y, Y_{x'} = y')."""
     for name in (x, y):
         world.var(name)
@@ -161,7 +176,7 @@ def pns(world: World, x: str, y: str, *, x_val: int = 1, y_val: int = 1,
     if _use_enumeration(world, method):
         return enumerator(world).joint_counterfactual([a, b])
     specs = [elimination.WorldSpec(*a), elimination.WorldSpec(*b)]
-    return elimination.multiworld_probability(world, specs, [])
+    return elimination.multiworld_probability(world, specs, [], memory_budget=memory_budget)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 
 from rungbench.chess.engine import EngineConfig
 from rungbench.chess.labels.qualify import DEFAULT_COHORTS
+from rungbench.errors import InputError
+
+MAX_WORKERS = 64
+"""Most engine processes a label run may start."""
 
 
 @dataclass(frozen=True)
@@ -20,3 +24,8 @@ class LabelConfig:
     """Cohorts the pool must be jointly cleared against."""
     workers: int = 1
     """Engine processes searching in parallel."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.workers, bool) or not 1 <= self.workers <= MAX_WORKERS:
+            raise InputError(f"workers must be in 1..{MAX_WORKERS}, got {self.workers!r}",
+                             field="workers")

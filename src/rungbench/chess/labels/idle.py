@@ -8,12 +8,13 @@ before publication, and refuses (``host_busy``) rather than waiting silently.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rungbench.errors import Reason, Refusal
+from rungbench.errors import InputError, Reason, Refusal
 
 LoadReader = Callable[[], float]
 """Returns the host's current one-minute load average."""
@@ -29,6 +30,11 @@ def default_max_load() -> float:
     return float(os.cpu_count() or 1)
 
 
+def valid_max_load(value: float) -> bool:
+    """Whether ``value`` is a usable threshold: finite and not negative (nan disables nothing)."""
+    return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+
+
 @dataclass(frozen=True)
 class IdleGate:
     """A configured load-average threshold."""
@@ -37,6 +43,11 @@ class IdleGate:
     """Refuse when the one-minute load average exceeds this."""
     read_load: LoadReader = one_minute_load
     """Where the load is read from (replaceable in tests)."""
+
+    def __post_init__(self) -> None:
+        if not valid_max_load(self.max_load):
+            raise InputError(f"max_load must be a finite number >= 0, got {self.max_load!r}",
+                             field="max_load")
 
     def check(self, moment: str, *, own: int = 0) -> float:
         """Return the load net of ``own`` if at most the threshold; else refuse naming ``moment``.

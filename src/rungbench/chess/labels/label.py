@@ -3,6 +3,7 @@
 Order of events, each a gate that refuses rather than warns:
 
 1. leakage preflight (:func:`rungbench.chess.labels.qualify.preflight`) — no engine exists yet;
+   an already published stage is verified (:func:`rungbench.chess.labels.publish.verify_stage`);
 2. idle-host gate before engine start;
 3. engines started and identified (binary sha256, ``id name``, bench, every option);
 4. every (position, pass) looked up in the cache and revalidated; each uncached search
@@ -33,6 +34,7 @@ import chess.engine
 
 import chess
 from rungbench.chess.engine import (
+    ENGINE_FAILURES,
     EngineConfig,
     EngineIdentity,
     binary_digest,
@@ -46,7 +48,7 @@ from rungbench.chess.labels.cache import PASSES, CacheKey, Pass, SearchCache, ma
 from rungbench.chess.labels.config import LabelConfig
 from rungbench.chess.labels.idle import IdleGate
 from rungbench.chess.labels.pool import FrozenPool, load_pool
-from rungbench.chess.labels.publish import Outcome, publish_stage
+from rungbench.chess.labels.publish import Outcome, publish_stage, verify_stage
 from rungbench.chess.labels.qualify import preflight
 from rungbench.chess.labels.stability import (
     MIN_LINES,
@@ -159,7 +161,7 @@ class EngineSet:
         for engine in self.engines:
             try:
                 engine.quit()
-            except (chess.engine.EngineError, chess.engine.EngineTerminatedError, TimeoutError):
+            except ENGINE_FAILURES:
                 engine.close()
         self.engines = []
 
@@ -198,7 +200,7 @@ class _Driver:
                 board = chess.Board(task.position.fen)
                 with start_search(self.engine, board, self.config) as handle:
                     self.flush()
-                    infos = finish_search(handle)
+                    infos = finish_search(handle, self.config)
                 self.pending = (task, board, infos)
         finally:
             self.flush()
@@ -258,6 +260,8 @@ def _run_locked(workspace: Workspace, config: LabelConfig, gate: IdleGate,
                 progress: Progress | None) -> dict[str, Any]:
     preflight(workspace, config.cohorts)
     pool = load_pool(workspace.pool)
+    if workspace.stage.exists():
+        verify_stage(workspace)  # a tampered stage refuses before any engine starts
     gate.check("before engine start")
     log = RunLog()
     with ThreadPoolExecutor(max_workers=1) as hasher:  # hash the binary while engines start

@@ -42,7 +42,7 @@ from rungbench.chess.position import (
     describe,
     pgn_record,
 )
-from rungbench.chess.workspace import Workspace, read_document, write_canonical
+from rungbench.chess.workspace import Workspace, read_document, refuse_existing, write_document
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, file_digest
 from rungbench.evidence.paths import shared_data_dir
@@ -55,6 +55,9 @@ SourceKind = Literal["lichess_puzzles", "pgn_jsonl"]
 
 _PUZZLE_FIELDS = ("PuzzleId", "FEN", "Moves", "GameUrl")
 
+MAX_LEGAL_MOVES = 218
+"""Most legal moves any chess position has: no width floor above it can be met."""
+
 
 @dataclass(frozen=True)
 class PoolSource:
@@ -66,6 +69,11 @@ class PoolSource:
     """Where it is read from."""
     limit: int | None = None
     """Read only the first ``limit`` rows or lines (None: all)."""
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
+            raise InputError(f"limit must be a positive number of rows, got {self.limit!r}",
+                             path=str(self.path), field="limit")
 
     @property
     def name(self) -> str:
@@ -89,6 +97,14 @@ class PoolConfig:
     """Per-cell reserve (``split/phase/colour`` → count), overriding ``reserve``."""
     include_pre_setup: bool = True
     """Also keep each puzzle's game position before the setup move."""
+
+    def __post_init__(self) -> None:
+        if self.reserve < 0 or any(v < 0 for v in self.reserve_overrides.values()):
+            raise InputError(f"reserve quotas must be >= 0, got {self.reserve}",
+                             field="reserve")
+        if not 1 <= self.min_width <= MAX_LEGAL_MOVES:
+            raise InputError(f"min_width must be in 1..{MAX_LEGAL_MOVES}, got {self.min_width}",
+                             field="min_width")
 
     def to_json(self) -> dict[str, Any]:
         """Return the config as a JSON-ready mapping (recorded in the pool)."""
@@ -295,10 +311,16 @@ def build_pool(sources: Sequence[PoolSource], config: PoolConfig) -> dict[str, A
 
 
 def freeze_pool(workspace: Workspace, sources: Sequence[PoolSource],
-                config: PoolConfig) -> dict[str, Any]:
-    """Build the pool and write it to the workspace; return a summary with its digest."""
+                config: PoolConfig, *, force: bool = False) -> dict[str, Any]:
+    """Build the pool and write it to the workspace; return a summary with its digest.
+
+    An existing pool is refused (``exists``) unless ``force``: replacing it silently
+    would leave every qualification and stage built on it pointing at other bytes.
+    """
+    if not force:
+        refuse_existing(workspace.pool, what="pool", detail="pass --force to replace it")
     document = build_pool(sources, config)
-    data = write_canonical(workspace.pool, document)
+    data = write_document(workspace.pool, document)
     workspace.store.put_bytes(data)
     return {"pool": str(workspace.pool), "digest": bytes_digest(data),
             "positions": len(document["positions"]), "cells": document["cells"],
@@ -322,7 +344,13 @@ def load_pool(path: Path) -> FrozenPool:
     if not path.is_file():
         raise InputError("pool file does not exist", path=str(path))
     pool_digest, document = read_document(path, POOL_SCHEMA)
-    positions = tuple(Position.from_json(p) for p in document["positions"])
+    try:
+        positions = tuple(Position.from_json(p) for p in document["positions"])
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, InputError) and str(path) in str(exc):
+            raise
+        raise InputError(f"malformed pool position: {exc}", path=str(path),
+                         field="positions") from exc
     return FrozenPool(pool_digest, document, positions)
 
 

@@ -12,13 +12,19 @@ Stage contents::
     label-stage/labels.json            per position: class or exclusion reasons, cell, records
     label-stage/flow_report.json       exclusions per reason, labels per class, cells
     label-stage/stage.json             inputs, engine identity, contract, gates, digests
+    label-stage/SEAL.json              every file above with its sha256 and size
+
+The stage is written through :func:`rungbench.evidence.sealed.publish_dir` (temp sibling,
+seal, verify, fsync, one rename) and read back only through
+:func:`rungbench.chess.labels.stage_records.verify_stage_dir`. A re-run over a published
+stage verifies it, compares every file but ``stage.json`` byte for byte with what the
+run just rebuilt from the cache, and reports the rebuilt numbers; a difference refuses
+(``stage_exists_different``, naming the first differing file).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,12 +37,13 @@ from rungbench.chess.labels.idle import IdleGate
 from rungbench.chess.labels.pool import cell_name
 from rungbench.chess.labels.qualify import preflight
 from rungbench.chess.labels.stability import CLASSES, EXCLUSION_CODES, LabelClass
-from rungbench.chess.labels.stage_records import CandidateList
+from rungbench.chess.labels.stage_records import STAGE_KIND, CandidateList, verify_stage_dir
 from rungbench.chess.position import Position
-from rungbench.chess.workspace import Workspace, read_json
+from rungbench.chess.workspace import STAGE_DIRNAME, Workspace
 from rungbench.errors import Reason, Refusal
-from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest
-from rungbench.evidence.store import fsync_dir, write_atomic
+from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
+from rungbench.evidence.sealed import SEAL_NAME, leftover_temps, publish_dir
+from rungbench.evidence.store import write_atomic
 
 if TYPE_CHECKING:
     from rungbench.chess.engine import EngineIdentity
@@ -160,55 +167,61 @@ def publish_stage(workspace: Workspace, outcomes: Sequence[Outcome], *,
     gate.check("before publication", own=config.workers)
     manifest = bytes_digest(files["manifest.json"])
     if workspace.stage.exists():
-        existing = read_json(workspace.stage / "stage.json")
-        if existing.get("manifest") != manifest:
-            raise Refusal([Reason("stage_exists_different",
-                                  f"{workspace.stage} holds manifest {existing.get('manifest')}, "
-                                  f"this run produced {manifest}", subject="stage")],
-                          gate="chess label publication")
+        verify_stage(workspace)
+        _same_as_published(workspace, files)
     else:
         _write_stage(workspace, files)
-    report = read_json(workspace.stage / "flow_report.json")
+    report = loads_canonical(files["flow_report.json"])
     return {"stage": str(workspace.stage), "manifest": manifest,
-            "stage_record": bytes_digest(files["stage.json"]),
+            "stage_record": bytes_digest((workspace.stage / "stage.json").read_bytes()),
             "labelled": report["labelled"], "excluded": report["excluded"],
             "labels": report["labels"], "exclusions": report["exclusions"],
             "flow_report": report}
 
 
-def _write_stage(workspace: Workspace, files: dict[str, bytes]) -> None:
-    """Write every file into a temp directory, make it durable, then rename it into place.
+def _published_files(stage: Path) -> dict[str, bytes]:
+    return {p.relative_to(stage).as_posix(): p.read_bytes() for p in sorted(stage.rglob("*"))
+            if p.is_file() and p.name != SEAL_NAME}
 
-    The caller holds the workspace lock, so a ``.stage-*`` directory found here is the
-    debris of a publication that was killed before its rename; it is removed. The
-    rename is the only way the stage appears; the workspace directory is synced after
-    it so the published stage survives a crash.
+
+def _same_as_published(workspace: Workspace, files: dict[str, bytes]) -> None:
+    """Refuse unless the verified stage holds exactly the files this run rebuilt.
+
+    ``stage.json`` may differ (it records this invocation's gate and engine path); every
+    other file is a pure function of the cache records and must be byte-identical.
     """
-    for leftover in workspace.root.glob(_TEMP_PREFIX + "*"):
+    existing = _published_files(workspace.stage)
+    names = sorted((set(existing) | set(files)) - {"stage.json"})
+    different = [n for n in names if existing.get(n) != files.get(n)]
+    if different:
+        raise Refusal([Reason(
+            "stage_exists_different",
+            f"{workspace.stage} holds other {', '.join(different[:3])}"
+            f"{' ...' if len(different) > 3 else ''} than this run rebuilt (manifest "
+            f"{bytes_digest(existing.get('manifest.json', b''))} published, "
+            f"{bytes_digest(files['manifest.json'])} rebuilt)",
+            subject=different[0], data={"files": different})], gate="chess label publication")
+
+
+def _write_stage(workspace: Workspace, files: dict[str, bytes]) -> None:
+    """Publish ``files`` as the stage: temp directory, seal, verify, one atomic rename.
+
+    The caller holds the workspace lock, so a temporary stage found here is the debris
+    of a publication that was killed before its rename; it is removed.
+    """
+    for leftover in [*workspace.root.glob(".stage-*"),
+                     *leftover_temps(workspace.root, STAGE_DIRNAME)]:
         shutil.rmtree(leftover, ignore_errors=True)
-    tmp = tempfile.mkdtemp(dir=workspace.root, prefix=_TEMP_PREFIX)
-    try:
+    with publish_dir(workspace.stage, kind=STAGE_KIND) as tmp:
         for name, data in files.items():
-            path = Path(tmp, name)
+            path = tmp / name
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, data, overwrite=True)  # fsyncs the file and its directory
-        os.rename(tmp, workspace.stage)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    fsync_dir(workspace.root)
-
-
-_TEMP_PREFIX = ".stage-"
-"""Name prefix of an unpublished stage directory."""
 
 
 def verify_stage(workspace: Workspace) -> dict[str, Any]:
-    """Re-hash a published stage's files against its stage record; return the record."""
-    record = read_json(workspace.stage / "stage.json")
-    for name in ("manifest", "flow_report", "labels"):
-        data = (workspace.stage / f"{name}.json").read_bytes()
-        if bytes_digest(data) != record[name]:
-            raise Refusal([Reason("stage_file_changed", f"{name}.json no longer hashes as "
-                                  "recorded", subject=name)], gate="chess label stage")
-    return dict(record)
+    """Verify the workspace's published stage (every file, and its record); return the record.
+
+    See :func:`rungbench.chess.labels.stage_records.verify_stage_dir` for the refusals.
+    """
+    return verify_stage_dir(workspace.stage).model_dump(by_alias=True, mode="json")

@@ -25,13 +25,9 @@ from typing import Any
 
 from rungbench.chess.labels.cohort import load_cohort
 from rungbench.chess.labels.pool import FrozenPool, changed_sources, load_pool, stale_sources
-from rungbench.chess.workspace import Workspace, write_canonical
+from rungbench.chess.workspace import Workspace, read_document, sealed, write_document
 from rungbench.errors import Reason, Refusal
-from rungbench.evidence.canonical import (
-    bytes_digest,
-    canonical_bytes,
-    loads_canonical,
-)
+from rungbench.evidence.canonical import bytes_digest, canonical_bytes
 
 QUALIFICATION_SCHEMA = "rungbench.chess.qualification/1"
 """Schema name and version of a qualification document."""
@@ -122,7 +118,7 @@ def qualify(workspace: Workspace, names: Sequence[str] = DEFAULT_COHORTS) -> dic
     if reasons or pool is None:
         raise Refusal(reasons, gate="chess label qualify")
     document = build_qualification(pool, cohorts)
-    data = write_canonical(workspace.qualification, document)
+    data = write_document(workspace.qualification, document)
     summary = _summary(document, bytes_digest(data))
     overlap = _overlap_reasons(document)
     if overlap:
@@ -183,15 +179,15 @@ def preflight(workspace: Workspace, names: Sequence[str] = DEFAULT_COHORTS) -> d
                               subject="qualification"))
     if pool is None or len(cohorts) != len(names):
         raise Refusal(reasons, gate=GATE)
-    fresh = build_qualification(pool, cohorts)
+    fresh = sealed(build_qualification(pool, cohorts))
     if workspace.qualification.is_file():
-        persisted_bytes = workspace.qualification.read_bytes()
-        persisted = loads_canonical(persisted_bytes, path=str(workspace.qualification))
+        path = workspace.qualification
+        persisted_digest, persisted = read_document(path, QUALIFICATION_SCHEMA)
         specific = _against_persisted(persisted, pool, cohorts, names)
         reasons.extend(specific)
-        if canonical_bytes(fresh) != persisted_bytes and not specific:
+        if bytes_digest(canonical_bytes(fresh)) != persisted_digest and not specific:
             reasons.append(Reason("qualification_mismatch",
-                                  "persisted qualification differs from the fresh "
+                                  f"persisted qualification {path} differs from the fresh "
                                   "reconstruction from (pool, cohorts)",
                                   subject="qualification"))
     reasons.extend(_overlap_reasons(fresh))

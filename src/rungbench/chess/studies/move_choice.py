@@ -63,8 +63,12 @@ def _puzzle_request(path: Path, line: int, row: dict[str, str | None]) -> Reques
     try:
         board = chess_agents.board_from_fen(values["FEN"])
         board.push_uci(moves[0])
+        board = chess_agents.playable_board(board.fen(), field="FEN")
     except ValueError as exc:  # an invalid FEN (InputError) or an illegal setup move
-        raise InputError(f"bad puzzle row: {exc}", path=str(path), line=line) from exc
+        field = exc.field if isinstance(exc, InputError) else None
+        message = str(exc).removesuffix(f" (field {field!r})") if field else str(exc)
+        raise InputError(f"bad puzzle row: {message}", path=str(path), line=line,
+                         field=field) from exc
     if len(moves) < 2:
         raise InputError("puzzle has no solution move", path=str(path), line=line, field="Moves")
     rating_text = row.get("Rating") or "0"
@@ -109,7 +113,7 @@ def _fen_request(path: Path, line: int, text: str) -> Request:
         raise InputError(f"fen must be a string, got {fen!r}"[:120], path=str(path), line=line,
                          field="fen")
     try:
-        board = chess_agents.board_from_fen(fen)
+        board = chess_agents.playable_board(fen)
     except InputError as exc:  # the same problem, placed at its file and line
         message = str(exc).removesuffix(f" (field {exc.field!r})")
         raise InputError(message, path=str(path), line=line, field=exc.field) from exc

@@ -1,0 +1,231 @@
+"""The one verified reader of a built bench and of a scored run (issue 11 #2, #3, #8).
+
+A bench (``build.build_split``) and a scored run (``evaluate``) are sealed directories
+(:mod:`rungbench.evidence.sealed`): built in a temporary sibling, sealed with every
+file's sha256 in ``SEAL.json``, renamed into place in one step. Every command that
+reads one (``causal eval``, ``score``, ``audit``, ``report``, and ``rungbench run``'s
+causal schedule) opens it here:
+
+- :func:`open_bench` / :func:`open_run` verify the seal (a missing seal means an
+  unfinished or foreign directory; a missing, changed or unlisted file is named) and,
+  for a bench, that the digests both bench manifests record match the sealed files;
+- :meth:`SealedDir.read` returns a file's bytes only after checking them against the
+  seal again, so what is parsed is exactly what was verified.
+
+Every failure is an :class:`~rungbench.errors.IntegrityError` (exit 1) naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from rungbench.causal.bench.records import PrivateOracle, PublicCase
+from rungbench.errors import InputError, IntegrityError
+from rungbench.evidence.canonical import bytes_digest, is_digest
+from rungbench.evidence.sealed import SEAL_NAME, read_seal, verify_sealed
+
+BENCH_KIND = "rungbench.causal.bench"
+"""Seal kind of a built bench directory."""
+RUN_KIND = "rungbench.causal.scored_run"
+"""Seal kind of a scored run directory."""
+
+CASES = "public/cases.jsonl"
+"""Public case records of a bench."""
+PUBLIC_MANIFEST = "public/manifest.json"
+"""Public manifest of a bench (split, counts, public file digests; no seed)."""
+ORACLE = "private/oracle.jsonl"
+"""Private oracle records of a bench."""
+WORLDS = "private/worlds.jsonl"
+"""Private world records of a bench (seeds, mechanisms, causal order)."""
+PRIVATE_MANIFEST = "private/manifest.json"
+"""Private manifest of a bench (seeds, private file digests)."""
+
+VERDICTS = "private/verdicts.jsonl"
+"""Per-case verdict rows of a scored run (private: 0600 under a 0700 folder)."""
+SCORE = "private/score.json"
+"""Full scoring summary of a scored run, invalid lines included (private)."""
+SUMMARY = "summary.json"
+"""Aggregate summary of a scored run (what an agent-side process may read)."""
+RESPONSES = "responses.jsonl"
+"""The agent_response lines a scored run scored."""
+RUN_MANIFEST = "run_manifest.json"
+"""The run_manifest record of a scored run."""
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class SealedDir:
+    """A verified sealed directory: its root and the digest of every sealed file."""
+
+    root: Path
+    """The directory."""
+    digests: Mapping[str, str]
+    """Relative POSIX path -> ``sha256:<hex>`` as sealed."""
+
+    def path(self, name: str) -> Path:
+        """The absolute path of sealed file ``name``."""
+        return self.root / name
+
+    def read(self, name: str) -> bytes:
+        """The bytes of sealed file ``name``, checked against the seal as they are read."""
+        path = self.path(name)
+        expected = self.digests.get(name)
+        if expected is None:
+            raise IntegrityError(f"{path}: missing: not listed in {self.root / SEAL_NAME}")
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise IntegrityError(f"{path}: listed in {SEAL_NAME} but missing") from exc
+        if bytes_digest(data) != expected:
+            raise IntegrityError(f"{path}: changed since it was sealed (digest differs)")
+        return data
+
+    def text(self, name: str) -> str:
+        """Sealed file ``name`` as UTF-8 text."""
+        data = self.read(name)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise InputError(f"not UTF-8 text: {exc.reason}", path=str(self.path(name)),
+                             line=line) from exc
+
+    def json(self, name: str) -> dict[str, Any]:
+        """Sealed file ``name`` as one JSON object."""
+        try:
+            doc = json.loads(self.text(name))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg}", path=str(self.path(name)),
+                             line=exc.lineno) from exc
+        if not isinstance(doc, dict):
+            raise InputError("not a JSON object", path=str(self.path(name)))
+        return doc
+
+    def jsonl(self, name: str) -> list[dict[str, Any]]:
+        """Sealed JSONL file ``name`` as a list of objects (blank lines skipped)."""
+        out = []
+        for n, line in enumerate(self.text(name).splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON: {exc.msg}", path=str(self.path(name)),
+                                 line=n) from exc
+            if not isinstance(doc, dict):
+                raise InputError("not a JSON object", path=str(self.path(name)), line=n)
+            out.append(doc)
+        return out
+
+    def records(self, name: str, model: type[_Model]) -> list[_Model]:
+        """Sealed JSONL file ``name`` validated as ``model`` records, naming a bad line."""
+        out = []
+        for n, line in enumerate(self.text(name).splitlines(), start=1):
+            if line.strip():
+                try:
+                    out.append(model.model_validate_json(line))
+                except ValidationError as exc:
+                    first = str(exc).splitlines()[0]
+                    raise InputError(f"not a {model.__name__}: {first}",
+                                     path=str(self.path(name)), line=n) from exc
+        return out
+
+
+def hide_seal(root: Path) -> None:
+    """Make the seal of ``root`` owner-only (0600): it lists the digests of private files.
+
+    A digest of a small private file (a tiny bench's verdicts) could be confirmed by
+    guessing its contents, so only the owner (the harness) reads the seal.
+    """
+    os.chmod(root / SEAL_NAME, 0o600)
+
+
+def open_sealed(root: Path, kind: str) -> SealedDir:
+    """Verify sealed directory ``root`` of ``kind``; return its file digests.
+
+    The seal's entries are checked first (a damaged seal is named as such); a file that
+    does not match its entry is named together with the seal it was checked against,
+    since a changed digest in the seal and a changed file look the same.
+    """
+    seal = root / SEAL_NAME
+    check_seal_entries(seal, read_seal(root, kind=kind)["files"])
+    try:
+        document = verify_sealed(root, kind=kind)
+    except IntegrityError as exc:
+        raise IntegrityError(f"{exc} (checked against {seal})") from exc
+    return SealedDir(root, {str(e["path"]): str(e["digest"]) for e in document["files"]})
+
+
+def check_seal_entries(seal: Path, files: list[Any]) -> None:
+    """Every seal entry is {path, digest, size} with a relative path, listed once."""
+    seen: set[str] = set()
+    for i, entry in enumerate(files):
+        ok = isinstance(entry, dict) and set(entry) == {"path", "digest", "size"} \
+            and isinstance(entry["path"], str) and isinstance(entry["size"], int) \
+            and isinstance(entry["digest"], str) and is_digest(entry["digest"])
+        name = entry.get("path") if isinstance(entry, dict) else None
+        if not ok or not _relative(str(name)) or name in seen:
+            raise IntegrityError(f"{seal}: entry {i} is damaged (not a unique "
+                                 "{path, digest, size} record)")
+        seen.add(str(name))
+
+
+def _relative(name: str) -> bool:
+    parts = name.split("/")
+    return bool(name) and not name.startswith("/") and ".." not in parts and "" not in parts
+
+
+def open_bench(root: Path) -> SealedDir:
+    """Verify a built bench: its seal, and the file digests both of its manifests record."""
+    bench = open_sealed(root, BENCH_KIND)
+    public = bench.json(PUBLIC_MANIFEST)
+    private = bench.json(PRIVATE_MANIFEST)
+    check_manifest_files(bench, PUBLIC_MANIFEST, "public", public.get("files"))
+    check_manifest_files(bench, PRIVATE_MANIFEST, "private", private.get("files"))
+    if private.get("public_digest") != public.get("digest") \
+            or public.get("digest") != bench.digests.get(CASES):
+        raise IntegrityError(f"{bench.path(PRIVATE_MANIFEST)}: public_digest does not match "
+                             f"{bench.path(CASES)}")
+    return bench
+
+
+def check_manifest_files(bench: SealedDir, manifest: str, side: str, files: Any) -> None:
+    """Every file a manifest lists exists under ``side`` with the digest it records."""
+    where = bench.path(manifest)
+    if not isinstance(files, dict) or not files:
+        raise IntegrityError(f"{where}: 'files' is missing or empty")
+    for name, recorded in files.items():
+        sealed = bench.digests.get(f"{side}/{name}")
+        if sealed is None:
+            raise IntegrityError(f"{bench.root / side / name}: listed in {where} but missing")
+        if sealed != recorded:
+            raise IntegrityError(f"{bench.root / side / name}: digest differs from the one "
+                                 f"{where} records")
+
+
+def bench_cases(bench: SealedDir) -> list[PublicCase]:
+    """The public cases of a verified bench."""
+    return bench.records(CASES, PublicCase)
+
+
+def bench_oracles(bench: SealedDir) -> dict[str, PrivateOracle]:
+    """The private oracle records of a verified bench, keyed by case id."""
+    return {o.case_id: o for o in bench.records(ORACLE, PrivateOracle)}
+
+
+def open_run(root: Path) -> SealedDir:
+    """Verify a scored run directory (its seal and every file it lists)."""
+    return open_sealed(root, RUN_KIND)
+
+
+def run_verdicts(run: SealedDir) -> list[dict[str, Any]]:
+    """The private per-case verdict rows of a verified scored run."""
+    return run.jsonl(VERDICTS)
