@@ -155,6 +155,7 @@ def publish_dir(target: Path, *, kind: str, force: bool = False) -> Iterator[Pat
     """
     ensure_absent(target, force=force, what=kind)
     target.parent.mkdir(parents=True, exist_ok=True)
+    clear_dead_temps(target.parent, target.name)
     temp = target.parent / f".{target.name}.tmp-{os.getpid()}"
     shutil.rmtree(temp, ignore_errors=True)
     temp.mkdir()
@@ -182,3 +183,28 @@ def publish_dir(target: Path, *, kind: str, force: bool = False) -> Iterator[Pat
 def leftover_temps(parent: Path, name: str) -> list[Path]:
     """Temporary siblings a killed :func:`publish_dir` of ``parent/name`` left behind."""
     return sorted(p for p in parent.glob(f".{name}.tmp-*") if p.is_dir())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_dead_temps(parent: Path, name: str) -> list[Path]:
+    """Remove temporary siblings of ``parent/name`` left by a killed :func:`publish_dir`.
+
+    A temporary folder is removed only when the process named in it is gone, so a second
+    process that is still publishing is never disturbed. Returns what was removed.
+    """
+    removed = []
+    for temp in leftover_temps(parent, name):
+        pid = temp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(temp, ignore_errors=True)
+            removed.append(temp)
+    return removed
