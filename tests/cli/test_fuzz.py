@@ -43,6 +43,10 @@ NUMBERS = ("-1", "0", "nan", "inf", "-inf", "1e308", "1e-300", "99999999999", "a
 SKIPPED = {("demo",)}
 """Commands whose every valid call is long work; they are fuzzed with path values only."""
 
+DAEMONS = {("causal", "logger", "start")}
+"""Commands that may start a background process: never in the foreground here, and every
+daemon a call started is stopped after it."""
+
 
 def _leaves(command: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
     if isinstance(command, TyperGroup):
@@ -126,7 +130,7 @@ def argv_for(draw: Any, path: tuple[str, ...], sandbox: Sandbox) -> list[str]:
         if param.param_type_name != "option" or "--help" in param.opts:
             continue
         name = param.opts[0]
-        if name == "--force":
+        if name == "--force" or (path in DAEMONS and name == "--foreground"):
             continue  # --force licenses an overwrite; the test checks that none happens
         if param.is_flag:
             if draw(st.booleans()):
@@ -170,9 +174,17 @@ def _check(argv: list[str], sandbox: Sandbox) -> None:
         else:
             lines = result.stderr.strip().splitlines()
             assert len(lines) == 1, f"{shown}: stderr {result.stderr!r:.600}"
+    if tuple(argv[:3]) in DAEMONS:
+        _stop_daemons(argv)
     after = sandbox.snapshot()
     changed = sorted(k for k in before if after.get(k) != before[k])
     assert not changed, f"{shown}: changed or removed {changed}"
+
+
+def _stop_daemons(argv: list[str]) -> None:
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--state-dir":
+            CliRunner().invoke(app, ["causal", "logger", "stop", "--state-dir", argv[i + 1]])
 
 
 def test_every_command_is_generated() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from rungbench.cli import causal_instrument
 from rungbench.cli._common import (
     EXIT_ERROR,
     JSON_OPTION,
@@ -73,3 +74,6 @@ def validate(
         console.print(verdict_line(report), highlight=False)
     if not report.all_pass:
         raise typer.Exit(EXIT_ERROR)
+
+
+causal_instrument.register(app)

@@ -229,3 +229,6 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
     app.command("audit")(audit_command)
     app.command("scorer-agreement")(agreement_command)
+    from rungbench.cli import causal_logger
+
+    causal_logger.register(app)
