@@ -72,7 +72,7 @@ def test_recorded_digests_match_bundled_files(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv(DATA_ENV, raising=False)
     data = shared_data_dir()
     recorded = recorded_digests(data)
-    assert len(recorded) == 29
+    assert len(recorded) >= 29
     assert recorded["llm_chess/gpt-oss-20b-low_2025-08-12-15-06-46/_run.json"] == (
         "sha256:cfc0e9a3ee7093a01a5b2fc01c74a18fa36c5d70c4c88ebf5bd232a220af4e11"
     )
@@ -97,3 +97,14 @@ def test_recorded_digests_ignores_tables_without_sha256(tmp_path: Path) -> None:
     text = "| positions | tactical |\n|---|---|\n| 40 | 37 |\n\n| file | sha256 |\n|---|---|\n"
     (tmp_path / "SOURCES.md").write_text(text + "| `b` | " + "0" * 64 + " |\n")
     assert recorded_digests(tmp_path) == {"b": "sha256:" + "0" * 64}
+
+
+def test_every_bundled_data_file_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file bundled in data/ has its provenance row in SOURCES.md (corpus manifests,
+    which rungbench writes itself and which digest the files they list, excepted)."""
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    data = shared_data_dir()
+    recorded = set(recorded_digests(data))
+    bundled = {p.relative_to(data).as_posix() for p in data.rglob("*")
+               if p.is_file() and p.name not in ("SOURCES.md", "corpus_manifest.json")}
+    assert bundled == recorded

@@ -135,8 +135,6 @@ def test_damaged_corpus_file_is_named_by_census(tmp_path: Path, corpus_bytes: di
                   full=(name, damage) != ("manifest.json", "delete"))
 
 
-@pytest.mark.xfail(strict=True, reason="reported: corpus.py keeps no digest of manifest.json, so "
-                   "a changed byte in its description is read as intact")
 def test_flipped_byte_in_the_corpus_manifest_description_is_named(
     tmp_path: Path, corpus_bytes: dict[str, bytes]
 ) -> None:

@@ -8,6 +8,7 @@ reliability failures retried in the identical request under ``--max-attempts``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,6 +45,16 @@ def llm_chess_data() -> Path:
 
     return shared_data_dir() / "llm_chess"
 
+def _optional_choice(values: tuple[str, ...]) -> Callable[[str | None], str | None]:
+    """A typer callback accepting None or one of ``values`` (a usage error names the option)."""
+    check = choice(values)
+
+    def callback(value: str | None) -> str | None:
+        return None if value is None else check(value)
+
+    return callback
+
+
 def register(app: typer.Typer) -> None:
     """Add ``census`` and ``play`` to the ``rungbench chess`` app."""
     app.command("census")(census_cmd)
@@ -52,14 +63,32 @@ def register(app: typer.Typer) -> None:
 
 def census_cmd(
     corpus: Annotated[Path, typer.Argument(help="Native corpus folder, an LLM Chess run "
-                                           "folder, or a folder of run folders.")],
-    alpha: float = typer.Option(0.05, help="Clopper–Pearson interval level (1 - alpha)."),
+                                           "folder, or a folder of run folders (frozen by "
+                                           "its corpus_manifest.json when it has one).")],
+    alpha: float = typer.Option(0.05, min=1e-9, max=0.5,
+                                help="Clopper–Pearson interval level (1 - alpha)."),
+    strict: bool = typer.Option(False, "--strict",
+                                help="Refuse the whole census if any game is excluded."),
+    dispatcher: str | None = typer.Option(
+        None, "--dispatcher", callback=_optional_choice(tuple(sorted(VERSIONS))),
+        help=f"Replay every run with this program version instead of the detected one: "
+             f"{sorted(VERSIONS)}."),
+    freeze: bool = typer.Option(False, "--freeze", help="First write corpus_manifest.json "
+                                "(every run file's sha256) into a folder of runs."),
+    force: bool = typer.Option(False, "--force", help="With --freeze, replace a manifest."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Verify a transcript corpus and print the A104 transition census."""
+    """Verify a transcript corpus game by game and print the A104 transition census."""
     from rungbench.chess.transcripts.census import census_path
+    from rungbench.chess.transcripts.frozen import freeze as freeze_corpus
 
-    doc = run(lambda: census_path(corpus, alpha=alpha), as_json=as_json)
+    def action() -> dict[str, Any]:
+        if freeze:
+            freeze_corpus(corpus, description=f"LLM Chess runs under {corpus.name}",
+                          force=force)
+        return census_path(corpus, alpha=alpha, strict=strict, dispatcher=dispatcher)
+
+    doc = run(action, as_json=as_json)
     if as_json:
         emit_json(doc)
     else:
@@ -146,9 +175,25 @@ def print_census(doc: dict[str, Any]) -> None:
     console.print(f"chronology reconciled: {chrono['reconciled']} "
                   f"({chrono['board_displays']}/{chrono['board_queries']} board displays, "
                   f"{chrono['uci_lists']}/{chrono['list_queries']} UCI lists)")
-    for rep in doc["replay"]:
-        console.print(f"replay {rep['folder']}: {rep['games']} games "
-                      f"({rep['complete_games']} complete, {rep['games_with_json']} with a JSON), "
-                      f"{rep['checks']} checks, {rep['disagreements']} disagreements")
+    runs = Table(title="runs: games eligible / excluded, attempts, transitions")
+    for col in ("run", "version", "eligible games", "excluded (by reason)", "attempts",
+                "transitions", "chronology"):
+        runs.add_column(col)
+    for row in doc.get("runs", []):
+        excluded = ", ".join(f"{k} {v}" for k, v in row.get("excluded_games", {}).items())
+        runs.add_row(row["run_group"], str(row.get("dispatcher", "—")),
+                     f"{row.get('eligible_games', '—')}/{row.get('games', '—')}",
+                     excluded or "—", str(row["eligible_attempts"]),
+                     str(row["same_position_transitions"]),
+                     "reconciled" if row["chronology"]["reconciled"] else "NOT reconciled")
+    console.print(runs)
+    if doc.get("exclusions"):
+        table = Table(title="excluded games (the census counts eligible games only)")
+        for col in ("run", "game", "line", "reason", "what did not match"):
+            table.add_column(col)
+        for row in doc["exclusions"]:
+            table.add_row(row["run"], row["game"].rsplit("/", 1)[-1], str(row["line"]),
+                          row["reason"], row["detail"])
+        console.print(table)
     console.print(f"[italic]{doc['claim_boundary']}[/]")
     console.print(f"digest {doc['digest']}")

@@ -1,6 +1,8 @@
-"""Demo stage: census both bundled LLM Chess runs and a small scripted-agent harness corpus.
+"""Demo stage: census every bundled LLM Chess run, the frozen corpus of all of them, and a
+small scripted-agent harness corpus.
 
-``detail`` maps each corpus name to its full census document.
+``detail`` maps each corpus name to its full census document (``corpus``: the frozen
+multi-run census, with its exclusion table).
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from rungbench.evidence.paths import shared_data_dir
 
 
 def run(workdir: Path) -> StageResult:
-    """Verify and census every bundled run, then play and census six scripted games."""
+    """Verify and census every bundled run and their frozen corpus, then play and census six
+    scripted games."""
     docs: dict[str, dict[str, Any]] = {}
-    for folder in sorted(p for p in (shared_data_dir() / "llm_chess").iterdir() if p.is_dir()):
+    data = shared_data_dir() / "llm_chess"
+    for folder in sorted(p for p in data.iterdir() if p.is_dir()):
         docs[folder.name] = census_path(folder)
+    docs["corpus"] = census_path(data)
     corpus = workdir / "chess_census_harness"
     shutil.rmtree(corpus, ignore_errors=True)
     cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=40)
@@ -42,5 +47,7 @@ def brief(doc: dict[str, Any]) -> dict[str, Any]:
         "transitions": doc["counts"]["same_position_transitions"],
         "table": {r["prior"]: [r["accepted"], r["transitions"]] for r in doc["transition_table"]},
         "replay_disagreements": sum(r["disagreements"] for r in doc["replay"]),
+        "eligible_games": doc["counts"]["eligible_games"],
+        "excluded_games": doc["exclusions_by_reason"],
         "digest": doc["digest"],
     }

@@ -54,11 +54,14 @@ def test_capture_cut_inside_a_message_refuses_naming_file_and_line() -> None:
 
 
 def test_every_bundled_capture_tokenizes_to_contiguous_events() -> None:
-    """On both public runs every byte range is inside the file and ranges never overlap."""
+    """On every bundled public run every byte range is inside the file, ranges never overlap,
+    and each message's bytes end just before its closing dashed line."""
     for run in sorted(p for p in DATA.iterdir() if p.is_dir()):
         data = (run / "output.txt").read_bytes()
         blocks = [e for e in tokenize(data, path=str(run)) if isinstance(e, Block)]
-        assert len(blocks) > 50
+        assert len(blocks) >= 4, run
+        assert all(data[b.span[1]:b.span[1] + 83] == b"\n\n" + b"-" * 80 + b"\n"
+                   for b in blocks), run
         ends = [0]
         for b in blocks:
             assert ends[-1] <= b.span[0] <= b.span[1] <= len(data)

@@ -143,3 +143,36 @@ def test_board_display_needs_exactly_eight_rows() -> None:
     assert is_board_display("\n".join(rows))
     assert not is_board_display("\n".join(rows[:7]))
     assert not is_board_display("\n".join([*rows, rows[0]]))
+
+
+def test_fast_board_display_and_fen_equal_python_chess_on_every_bundled_position() -> None:
+    """render_board and fen_of give python-chess's board.unicode() and board.fen() byte for
+    byte on every position of every bundled game, plus 2,000 random-game positions."""
+    import random
+
+    from rungbench.chess.transcripts.dispatch import fen_of, render_board, rendered
+    from rungbench.chess.transcripts.llmchess import read_run
+    from rungbench.evidence.paths import shared_data_dir
+
+    boards = []
+    for run in sorted(p for p in (shared_data_dir() / "llm_chess").iterdir() if p.is_dir()):
+        for game in read_run(run).corpus.games:
+            board = chess.Board(game.start_fen)
+            boards.append(board.copy())
+            for uci in game.moves:
+                board.push_uci(uci)
+                boards.append(board.copy())
+    rng = random.Random(7)
+    board = chess.Board()
+    for _ in range(2000):
+        moves = list(board.legal_moves)
+        if not moves:
+            board = chess.Board()
+            continue
+        board.push(rng.choice(moves))
+        boards.append(board.copy())
+    assert len(boards) > 2050
+    for b in boards:
+        assert render_board(b) == b.unicode()
+        assert fen_of(b) == b.fen()
+        assert rendered("legal", "", fen=b.fen()) == ",".join(m.uci() for m in b.legal_moves)

@@ -11,7 +11,7 @@ import pytest
 import chess
 from rungbench.chess.transcripts.console import Block, tokenize
 from rungbench.chess.transcripts.corpus import split_tool_calls
-from rungbench.chess.transcripts.llmchess import read_run, refuse_disagreements
+from rungbench.chess.transcripts.llmchess import read_run, refuse_exclusions
 from rungbench.errors import Refusal
 from rungbench.evidence.paths import shared_data_dir
 
@@ -132,7 +132,7 @@ def test_illegal_move_recorded_as_accepted_is_a_disagreement(tmp_path: Path) -> 
     report = read_run(run)
     assert report.disagreements
     with pytest.raises(Refusal) as info:
-        refuse_disagreements(report)
+        refuse_exclusions(report)
     assert "reply_mismatch" in info.value.codes
     assert any("output.txt:" in (r.subject or "") for r in info.value.reasons)
 
@@ -147,7 +147,7 @@ def test_missing_dispatcher_message_is_a_structure_disagreement(tmp_path: Path) 
     (tmp_path / "output.txt").write_bytes(data.replace(block, b"", 1))
     report = read_run(tmp_path)
     with pytest.raises(Refusal) as info:
-        refuse_disagreements(report)
+        refuse_exclusions(report)
     assert "structure_mismatch" in info.value.codes
 
 

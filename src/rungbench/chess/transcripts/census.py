@@ -14,7 +14,6 @@ historical parser accepted. Any verification failure refuses the whole census.
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 import re
 from collections import Counter, defaultdict
@@ -36,17 +35,20 @@ from rungbench.chess.transcripts.dispatch import (
     DispatcherVersion,
     VerdictKind,
     dispatch,
+    fen_of,
     is_board_display,
     is_legal_list,
-    render_board,
-    render_legal_moves,
+    rendered,
 )
+from rungbench.chess.transcripts.eligibility import EXCLUSION_REASONS
+from rungbench.chess.transcripts.frozen import is_frozen_corpus, run_folders, verify_frozen
 from rungbench.chess.transcripts.llmchess import (
     RunReport,
     is_llmchess_folder,
     read_run,
-    refuse_disagreements,
+    refuse_exclusions,
 )
+from rungbench.chess.transcripts.llmchess_checks import COUNTERS
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import digest
 from rungbench.stats import clopper_pearson
@@ -67,6 +69,10 @@ CLAIM_BOUNDARY = (
 
 PRIOR_CLASSES = ("board_query", "legal_list_query", "non_tool_unresolved", "reflection")
 """Rows of the transition table; reflection is kept apart rather than merged into another row."""
+
+_ACCEPTED = VerdictKind.MOVE_ACCEPTED.value
+_BOARD = VerdictKind.BOARD_QUERY.value
+_LEGAL = VerdictKind.LEGAL_QUERY.value
 
 _PRIOR = {
     VerdictKind.BOARD_QUERY.value: "board_query",
@@ -119,21 +125,22 @@ def verify(corpus: Corpus) -> list[Reason]:
     reasons: list[Reason] = []
     boards = _game_boards(corpus, reasons)
     fens: dict[tuple[str, int], str] = {}
+    newlines = {name: _newlines(data) for name, data in corpus.sources.items()}
     for index, attempt in enumerate(corpus.attempts):
         where = _location(corpus, index, attempt)
-        reasons.extend(_check_bytes(corpus, attempt, where))
+        reasons.extend(_check_bytes(corpus, attempt, where, newlines))
         board = boards.get(attempt.game, {}).get(attempt.ply)
         if board is None:
             reasons.append(_reason("state_mismatch", where, f"game {attempt.game!r} has no "
                                    f"position at ply {attempt.ply}"))
             continue
         key = (attempt.game, attempt.ply)
-        fen = fens[key] if key in fens else fens.setdefault(key, board.fen())
+        fen = fens[key] if key in fens else fens.setdefault(key, fen_of(board))
         if fen != attempt.fen_before:
             reasons.append(_reason("state_mismatch", where, f"recorded position "
                                    f"{attempt.fen_before!r} but the game's moves give {fen!r}"))
             continue
-        reasons.extend(_check_verdict(corpus, attempt, board, where))
+        reasons.extend(_check_verdict(corpus, attempt, board, where, fen))
     reasons.extend(_check_chronology(corpus))
     reasons.extend(_check_completeness(corpus))
     return reasons
@@ -157,17 +164,19 @@ def _game_boards(corpus: Corpus, reasons: list[Reason]) -> dict[str, dict[int, c
     return out
 
 
-@functools.lru_cache(maxsize=64)
 def _newlines(data: bytes) -> list[int]:
+    """Offsets of every newline of a source, computed once per census (a per-call cache
+    keyed by the bytes compared whole sources on every lookup once a copy was re-read)."""
     return [m.start() for m in re.finditer(b"\n", data)]
 
 
-def _check_bytes(corpus: Corpus, attempt: Attempt, where: str) -> list[Reason]:
+def _check_bytes(corpus: Corpus, attempt: Attempt, where: str,
+                 newlines: dict[str, list[int]]) -> list[Reason]:
     data = corpus.sources.get(attempt.source)
     if data is None:
         return [_reason("absent", where, f"source {attempt.source!r} is not in the corpus")]
     out = []
-    line = bisect.bisect_left(_newlines(data), attempt.response_range[0]) + 1
+    line = bisect.bisect_left(newlines[attempt.source], attempt.response_range[0]) + 1
     if line != attempt.line:
         out.append(_reason("line_mismatch", where, f"response starts on line {line} of "
                            f"{attempt.source}, record says {attempt.line}"))
@@ -187,16 +196,16 @@ def _check_bytes(corpus: Corpus, attempt: Attempt, where: str) -> list[Reason]:
 
 
 def _check_verdict(corpus: Corpus, attempt: Attempt, board: chess.Board,
-                   where: str) -> list[Reason]:
+                   where: str, fen: str) -> list[Reason]:
     if attempt.verdict is None:
         return []
     dv = corpus.dispatchers.get(attempt.dispatcher)
     if dv is None:
         return [_reason("absent", where, f"dispatcher {attempt.dispatcher!r} is not described")]
-    if attempt.verdict == VerdictKind.MOVE_ACCEPTED.value and not _is_legal(board, attempt.move):
+    if attempt.verdict == _ACCEPTED and not _is_legal(board, attempt.move):
         return [_reason("illegal_accepted_move", where, f"move {attempt.move!r} is recorded as "
                         f"accepted but is illegal in {attempt.fen_before}")]
-    verdict = dispatch(dv, attempt.content, board=board, previous_prompt=attempt.prompt)
+    verdict = dispatch(dv, attempt.content, board=board, previous_prompt=attempt.prompt, fen=fen)
     if (verdict.kind.value, verdict.move) != (attempt.verdict, attempt.move):
         return [_reason("verdict_mismatch", where, f"recorded {attempt.verdict}/{attempt.move} "
                         f"but {dv.name} gives {verdict.kind.value}/{verdict.move}")]
@@ -244,19 +253,17 @@ def _check_chronology(corpus: Corpus) -> list[Reason]:
 def _shape_ok(corpus: Corpus, prev: Attempt, prompt: str) -> bool:
     """The prompt after a query has the display's shape and is the display of that position."""
     dv = corpus.dispatchers.get(prev.dispatcher)
-    if prev.verdict == VerdictKind.BOARD_QUERY.value:
+    if prev.verdict == _BOARD:
         mode = dv.board_mode if dv else "UNICODE_ONLY"
         shaped = is_board_display(prompt) if mode == "UNICODE_ONLY" else True
         return shaped and prompt == _display(prev.fen_before, "board", mode)
-    if prev.verdict == VerdictKind.LEGAL_QUERY.value:
+    if prev.verdict == _LEGAL:
         return is_legal_list(prompt) and prompt == _display(prev.fen_before, "legal", "")
     return True
 
 
-@functools.lru_cache(maxsize=8192)
 def _display(fen: str, kind: str, mode: str) -> str:
-    board = chess.Board(fen)
-    return render_board(board, mode) if kind == "board" else render_legal_moves(board)
+    return rendered("board", mode, fen=fen) if kind == "board" else rendered("legal", "", fen=fen)
 
 
 def _check_completeness(corpus: Corpus) -> list[Reason]:
@@ -294,7 +301,7 @@ def transition_table(pairs: Sequence[tuple[Attempt, Attempt]]) -> list[Row]:
         if cls is None:
             continue
         n[cls] += 1
-        k[cls] += nxt.verdict == VerdictKind.MOVE_ACCEPTED.value
+        k[cls] += nxt.verdict == _ACCEPTED
     return [Row(c, n[c], k[c]) for c in PRIOR_CLASSES]
 
 
@@ -302,10 +309,13 @@ def escalations(pairs: Sequence[tuple[Attempt, Attempt]]) -> dict[str, int]:
     """Board query followed at the same position by a legal-list query, by variant."""
     out: Counter[str] = Counter()
     for prior, nxt in pairs:
-        if (prior.verdict, nxt.verdict) == (VerdictKind.BOARD_QUERY.value,
-                                            VerdictKind.LEGAL_QUERY.value):
+        if (prior.verdict, nxt.verdict) == (_BOARD, _LEGAL):
             out[prior.variant] += 1
     return dict(sorted(out.items()))
+
+
+_CHRONO_KEYS = ("board_queries", "board_displays", "board_without_next_prompt",
+                "list_queries", "uci_lists", "list_without_next_prompt")
 
 
 def chronology(corpus: Corpus) -> dict[str, int]:
@@ -314,13 +324,12 @@ def chronology(corpus: Corpus) -> dict[str, int]:
     A query that ends its dialogue (the capture stops, or the turn limit is hit) has no
     following prompt; it is counted as ``*_without_next_prompt`` rather than reconciled.
     """
-    counts = dict.fromkeys(("board_queries", "board_displays", "board_without_next_prompt",
-                            "list_queries", "uci_lists", "list_without_next_prompt"), 0)
+    counts = dict.fromkeys(_CHRONO_KEYS, 0)
     for dialogue in _dialogues(a for a in corpus.attempts if a.role == "agent"):
         for prev, nxt in zip(dialogue, [*dialogue[1:], None], strict=True):
-            kind = {VerdictKind.BOARD_QUERY.value: ("board_queries", "board_displays",
+            kind = {_BOARD: ("board_queries", "board_displays",
                                                     "board_without_next_prompt"),
-                    VerdictKind.LEGAL_QUERY.value: ("list_queries", "uci_lists",
+                    _LEGAL: ("list_queries", "uci_lists",
                                                     "list_without_next_prompt")}.get(
                 prev.verdict or "")
             if kind is None:
@@ -343,6 +352,12 @@ def census(
 ) -> dict[str, Any]:
     """Verify ``corpus`` and return the canonical census document with its digest.
 
+    ``corpus`` holds the eligible games only; ``replay`` gives, per LLM Chess run,
+    the games that were excluded and why (the exclusion table). The document holds
+    the pooled census (``counts``, ``transition_table``), one table per run
+    (``runs``) and per variant (``variants``), escalations by variant, and the
+    chronology reconciliation pooled and per run.
+
     The digest covers content only (file digests, folder names, counts), never where
     the corpus sits on disk, so the same corpus gives the same digest anywhere.
 
@@ -356,9 +371,11 @@ def census(
     chain_list = chains(corpus.attempts)
     pairs = transitions(chain_list)
     table = transition_table(pairs)
-    chrono = chronology(corpus)
+    runs = run_tables(corpus, pairs, replay, alpha)
+    chrono = {key: sum(r["chronology"][key] for r in runs) for key in _CHRONO_KEYS}
     excluded = Counter("opponent" if a.role != "agent" else "not_dispatched"
                        for a in corpus.attempts if not is_eligible(a))
+    exclusions = exclusion_table(replay)
     doc: dict[str, Any] = {
         "schema": CENSUS_SCHEMA,
         "corpus": corpus.origin,
@@ -369,6 +386,8 @@ def census(
             "same_position_transitions": len(pairs),
             "position_chains": len(chain_list),
             "source_games": len({a.game for a in eligible}),
+            "eligible_games": len(corpus.games),
+            "excluded_games": len(exclusions),
             "run_groups": len({a.run_group for a in eligible}),
             "verdicts": dict(sorted(Counter(str(a.verdict) for a in eligible).items())),
         },
@@ -376,11 +395,95 @@ def census(
         "transition_table": [row.to_json(alpha) for row in table],
         "board_to_list_escalations": escalations(pairs),
         "chronology": {**chrono, "reconciled": _reconciled(chrono)},
+        "runs": runs,
+        "variants": variant_tables(eligible, pairs, alpha),
+        "exclusions": exclusions,
+        "exclusions_by_reason": dict(sorted(Counter(e["reason"] for e in exclusions).items())),
+        "exclusion_reasons": {code: EXCLUSION_REASONS[code]
+                              for code in sorted({e["reason"] for e in exclusions})},
         "replay": [_replay_summary(r) for r in replay],
         "claim_boundary": CLAIM_BOUNDARY,
     }
     doc["digest"] = digest(doc)
     return doc
+
+
+def exclusion_table(replay: Sequence[RunReport]) -> list[dict[str, Any]]:
+    """One row per excluded game: run, game, line, reason code and what did not match."""
+    rows = []
+    for report in replay:
+        for game, cause in report.excluded():
+            rows.append({"run": Path(report.folder).name, "game": game.game,
+                         "line": cause.line, "reason": cause.code, "detail": cause.detail,
+                         "also": sorted({e.code for e in report.exclusions[game.game]}
+                                        - {cause.code})})
+    return rows
+
+
+def run_tables(corpus: Corpus, pairs: Sequence[tuple[Attempt, Attempt]],
+               replay: Sequence[RunReport], alpha: float) -> list[dict[str, Any]]:
+    """Per run group: games eligible and excluded, attempts, transitions, table, chronology."""
+    reports = {Path(r.folder).name: r for r in replay}
+    by_run: dict[str, list[Attempt]] = defaultdict(list)
+    for attempt in corpus.attempts:
+        by_run[attempt.run_group].append(attempt)
+    pairs_by_run: dict[str, list[tuple[Attempt, Attempt]]] = defaultdict(list)
+    for pair in pairs:
+        pairs_by_run[pair[0].run_group].append(pair)
+    out = []
+    for run in sorted(set(by_run) | set(reports)):
+        attempts = by_run.get(run, [])
+        sub = Corpus(attempts=tuple(attempts), games=(), sources=corpus.sources,
+                     dispatchers=corpus.dispatchers)
+        chrono = chronology(sub)
+        row: dict[str, Any] = {
+            "run_group": run,
+            "variant": sorted({a.variant for a in attempts})[0] if attempts else
+            (reports[run].variant if run in reports else ""),
+            "eligible_attempts": sum(is_eligible(a) for a in attempts),
+            "same_position_transitions": len(pairs_by_run.get(run, [])),
+            "transition_table": [r.to_json(alpha)
+                                 for r in transition_table(pairs_by_run.get(run, []))],
+            "board_to_list_escalations": escalations(pairs_by_run.get(run, [])),
+            "chronology": {**chrono, "reconciled": _reconciled(chrono)},
+        }
+        if run in reports:
+            row.update(_run_games(reports[run]))
+        out.append(row)
+    return out
+
+
+def _run_games(report: RunReport) -> dict[str, Any]:
+    excluded = report.excluded()
+    eligible = [g for g in report.games if g.game not in report.exclusions]
+    return {
+        "dispatcher": report.dispatcher.name,
+        "detection": report.detection.to_json() if report.detection else None,
+        "games": len(report.games),
+        "eligible_games": len(eligible),
+        "excluded_games": dict(sorted(Counter(e.code for _, e in excluded).items())),
+        "counters_reproduced": sum(
+            any(c.name.split(".")[-1] in COUNTERS for c in g.checks) for g in eligible),
+        "replies_regenerated": {
+            kind: sum(g.replies_regenerated.get(kind, 0) for g in eligible)
+            for kind in ("board", "legal", "other")},
+    }
+
+
+def variant_tables(eligible: Sequence[Attempt], pairs: Sequence[tuple[Attempt, Attempt]],
+                   alpha: float) -> list[dict[str, Any]]:
+    """Per interface variant: run groups, attempts, transitions and the transition table."""
+    out = []
+    for variant in sorted({a.variant for a in eligible}):
+        mine = [p for p in pairs if p[0].variant == variant]
+        out.append({
+            "variant": variant,
+            "run_groups": len({a.run_group for a in eligible if a.variant == variant}),
+            "eligible_attempts": sum(a.variant == variant for a in eligible),
+            "same_position_transitions": len(mine),
+            "transition_table": [r.to_json(alpha) for r in transition_table(mine)],
+        })
+    return out
 
 
 def _replay_summary(report: RunReport) -> dict[str, Any]:
@@ -393,7 +496,8 @@ def _replay_summary(report: RunReport) -> dict[str, Any]:
         "disagreements": len(report.disagreements),
         "per_game": [{"game": g.game, "checked_against": list(g.checked_against),
                       "unavailable": list(g.unavailable), "checks": len(g.checks),
-                      "disagreements": len(g.disagreements)} for g in report.games],
+                      "disagreements": len(g.disagreements),
+                      "eligible": g.game not in report.exclusions} for g in report.games],
     }
 
 
@@ -421,28 +525,38 @@ def merge(corpora: Sequence[Corpus]) -> Corpus:
     )
 
 
-def load_any(path: Path) -> tuple[Corpus, list[RunReport]]:
+def load_any(path: Path, *, strict: bool = False,
+             dispatcher: str | None = None) -> tuple[Corpus, list[RunReport]]:
     """Load a native corpus, an LLM Chess run folder, or a folder of run folders.
 
-    LLM Chess runs are replayed first; any disagreement with what the run recorded
-    (counters, PGN, regenerated replies) refuses before a census is attempted.
+    A folder of runs with a ``corpus_manifest.json`` is frozen: every file is checked
+    against it first, and any mismatch refuses the whole corpus. Each LLM Chess game
+    is then replayed and verified on its own; a failing game is excluded with a
+    registered reason, or, with ``strict``, refuses everything. ``dispatcher`` names
+    the program version to replay every run with instead of the detected one.
     """
     if not path.is_dir():
         raise InputError("not a folder (expected a corpus or an LLM Chess log folder)",
                          path=str(path))
     if is_native_corpus(path):
         return load_corpus(path), []
-    runs = [path] if is_llmchess_folder(path) else sorted(
-        p for p in path.iterdir() if p.is_dir() and is_llmchess_folder(p))
+    if is_frozen_corpus(path):
+        runs = verify_frozen(path)
+    elif is_llmchess_folder(path):
+        runs = [path]
+    else:
+        runs = run_folders(path)
     if not runs:
         raise InputError("no manifest.json and no LLM Chess output.txt found", path=str(path))
-    reports = [read_run(run) for run in runs]
-    for report in reports:
-        refuse_disagreements(report)
+    reports = [read_run(run, dispatcher=dispatcher) for run in runs]
+    if strict:
+        for report in reports:
+            refuse_exclusions(report)
     return merge([r.corpus for r in reports]), reports
 
 
-def census_path(path: Path, *, alpha: float = 0.05) -> dict[str, Any]:
+def census_path(path: Path, *, alpha: float = 0.05, strict: bool = False,
+                dispatcher: str | None = None) -> dict[str, Any]:
     """Load ``path`` (any accepted form), verify it and return its census document."""
-    corpus, reports = load_any(path)
+    corpus, reports = load_any(path, strict=strict, dispatcher=dispatcher)
     return census(corpus, alpha=alpha, replay=reports)

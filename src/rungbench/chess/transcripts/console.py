@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from rungbench.chess.transcripts.corpus import DASHES
 from rungbench.errors import Reason, Refusal
 
-_HEADER = re.compile(r"^(?P<sender>[A-Za-z0-9_]+) \(to (?P<recipient>[A-Za-z0-9_]+)\):$")
+_HEADER_BYTES = re.compile(rb"^(?P<sender>[A-Za-z0-9_]+) \(to (?P<recipient>[A-Za-z0-9_]+)\):\n\n",
+                           re.M)
+"""A message header line followed by its blank line, found without decoding."""
 _TERMINATOR = ("\n\n" + DASHES + "\n").encode()
 
 
@@ -66,23 +68,23 @@ def tokenize(data: bytes, *, path: str) -> list[Event]:
     while pos < len(data):
         nl = data.find(b"\n", pos)
         end = len(data) if nl < 0 else nl + 1
-        text = data[pos:end].decode("utf-8").rstrip("\n")
-        header = _HEADER.match(text)
-        if header and data[end:end + 1] == b"\n":
-            body_start = end + 1
+        header = _HEADER_BYTES.match(data, pos)
+        if header:
+            sender, recipient = header["sender"].decode(), header["recipient"].decode()
+            body_start = header.end()
             stop = data.find(_TERMINATOR, body_start)
             if stop < 0:
                 raise Refusal([Reason(
-                    "truncated", f"{path}:{line}: message from {header['sender']} has no "
+                    "truncated", f"{path}:{line}: message from {sender} has no "
                     "closing dashed line (transcript cut inside a message)",
                     subject=f"{path}:{line}", data={"path": path, "line": line})],
                     gate="llm chess transcript")
             body = data[body_start:stop].decode("utf-8")
-            events.append(Block(header["sender"], header["recipient"], body, line, line + 2,
-                                (body_start, stop)))
+            events.append(Block(sender, recipient, body, line, line + 2, (body_start, stop)))
             line += 2 + data.count(b"\n", body_start, stop + len(_TERMINATOR))
             pos = stop + len(_TERMINATOR)
             continue
+        text = data[pos:end].decode("utf-8").rstrip("\n")
         if text == "GAME OVER":
             stop, n_lines = _summary_end(data, end)
             events.append(Marker("game_over", line, data[pos:stop].decode("utf-8")))
@@ -97,16 +99,12 @@ def tokenize(data: bytes, *, path: str) -> list[Event]:
 
 def _summary_end(data: bytes, pos: int) -> tuple[int, int]:
     """End offset of a GAME OVER summary (next message header or EOF) and its line count."""
-    n_lines = 0
-    while pos < len(data):
-        nl = data.find(b"\n", pos)
-        end = len(data) if nl < 0 else nl + 1
-        text = data[pos:end].decode("utf-8").rstrip("\n")
-        if _HEADER.match(text) and data[end:end + 1] == b"\n":
-            break
-        n_lines += 1
-        pos = end
-    return pos, n_lines
+    header = _HEADER_BYTES.search(data, pos)
+    stop = header.start() if header else len(data)
+    n_lines = data.count(b"\n", pos, stop)
+    if stop > pos and data[stop - 1:stop] != b"\n":
+        n_lines += 1  # a last line without its newline (end of file)
+    return stop, n_lines
 
 
 def _marker_kind(text: str) -> str:

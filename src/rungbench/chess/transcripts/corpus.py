@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from rungbench.chess.transcripts.dispatch import DispatcherVersion
+from rungbench.chess.transcripts.dispatch import VERSIONS_DEFAULT_ACTIONS, DispatcherVersion
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import (
     bytes_digest,
     canonical_bytes,
+    digest,
     loads_canonical,
 )
 from rungbench.evidence.store import write_atomic
@@ -278,6 +279,8 @@ def dispatcher_from_json(data: Any, *, path: str) -> DispatcherVersion:
             wrong_counters_per_move=bool(data["wrong_counters_per_move"]),
             enable_reflection=bool(data["enable_reflection"]),
             board_mode="FEN_ONLY" if data["board_mode"] == "FEN_ONLY" else "UNICODE_ONLY",
+            actions=tuple(str(a) for a in data.get("actions", VERSIONS_DEFAULT_ACTIONS)),
+            candidates_in_prompt=bool(data.get("candidates_in_prompt", False)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"malformed dispatcher entry: {exc!r}", path=path,
@@ -307,6 +310,7 @@ def write_corpus(
                   for name, data in files.items()],
         "dispatchers": {d.name: d.to_json() for d in dispatchers},
     }
+    manifest["manifest_digest"] = digest(manifest)
     for name, data in [*files.items(), ("manifest.json", canonical_bytes(manifest) + b"\n")]:
         write_atomic(folder / name, data, overwrite=True)
     return manifest
@@ -329,6 +333,7 @@ def load_corpus(folder: Path) -> Corpus:
         raise InputError(f"not a {MANIFEST_SCHEMA} manifest", path=str(manifest_path),
                          field="schema")
     _check_manifest(manifest, str(manifest_path))
+    _check_manifest_digest(manifest, str(manifest_path))
     blobs: dict[str, bytes] = {}
     reasons: list[Reason] = []
     for entry in manifest["files"]:
@@ -354,6 +359,23 @@ def load_corpus(folder: Path) -> Corpus:
 
 _CORPUS_FILES = ("transcript.txt", "attempts.jsonl", "games.jsonl")
 _ENTRY_FIELDS = {"path": str, "digest": str, "bytes": int, "chunk_bytes": int, "chunks": list}
+
+
+def _check_manifest_digest(manifest: dict[str, Any], path: str) -> None:
+    """Refuse a manifest whose content no longer matches its own ``manifest_digest``.
+
+    The digest covers every other field (description, file entries, dispatchers), so a
+    changed byte anywhere in the manifest is named here rather than read as intact.
+    """
+    body = {k: v for k, v in manifest.items() if k != "manifest_digest"}
+    recorded = manifest.get("manifest_digest")
+    if recorded != digest(body):
+        raise Refusal([Reason(
+            "digest_mismatch",
+            f"{path}: manifest content digest {digest(body)} differs from its manifest_digest "
+            f"{recorded!r}", subject=path,
+            data={"path": path, "expected": recorded, "observed": digest(body)})],
+            gate="chess corpus freeze")
 
 
 def _check_manifest(manifest: dict[str, Any], path: str) -> None:

@@ -15,6 +15,7 @@ visible in the bundled public runs (see ``shared/data/SOURCES.md``).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -65,6 +66,9 @@ class VerdictKind(StrEnum):
     INVALID_ACTION = "invalid_action"
 
 
+VERSIONS_DEFAULT_ACTIONS = (BOARD_ACTION, LEGAL_ACTION, REFLECT_ACTION, MAKE_MOVE_ACTION)
+"""The actions every regular (unaided) program version answers."""
+
 TOOL_KINDS = frozenset({VerdictKind.BOARD_QUERY, VerdictKind.LEGAL_QUERY})
 """Verdicts that answer with state information (the two A104 tool queries)."""
 
@@ -96,6 +100,17 @@ class DispatcherVersion:
     """Whether the turn prompt offers ``do_reflection`` (the dispatcher accepts it either way)."""
     board_mode: Literal["UNICODE_ONLY", "FEN_ONLY"] = "UNICODE_ONLY"
     """How ``get_current_board`` renders the position."""
+    actions: tuple[str, ...] = VERSIONS_DEFAULT_ACTIONS
+    """Actions the dispatcher answers; a reply naming none of them is an invalid action
+    (the "only make_move" ablation of May 2025 answers ``make_move`` alone)."""
+    candidates_in_prompt: bool = False
+    """Whether every turn prompt already shows the board and the legal-move list
+    (candidate-assisted); False for the regular, unaided interface."""
+    evidence_window: tuple[str, str] = ("", "")
+    """First and last run date (``YYYY.MM.DD``) a run without ``_run.json`` may carry to be
+    matched to this version (its prompts must match too); ``("", "")``: never matched by
+    date, only named. The windows extend the dated logs each version was read from to
+    the neighbouring program changes (see ``description``)."""
 
     def with_config(
         self, *, remove_text: str | None, enable_reflection: bool, max_failed_attempts: int,
@@ -122,7 +137,8 @@ class DispatcherVersion:
             "max_failed_attempts": self.max_failed_attempts, "max_turns": self.max_turns,
             "wrong_counters_per_move": self.wrong_counters_per_move,
             "action_counters": self.action_counters, "enable_reflection": self.enable_reflection,
-            "board_mode": self.board_mode,
+            "board_mode": self.board_mode, "actions": list(self.actions),
+            "candidates_in_prompt": self.candidates_in_prompt,
         }
 
 
@@ -140,6 +156,23 @@ VERSIONS: dict[str, DispatcherVersion] = {
             ),
             action_counters=False,
             wrong_counters_per_move=True,
+            evidence_window=("2024.11.01", "2025.07.31"),
+        ),
+        DispatcherVersion(
+            name="llmchess-2025-05-only-make-move",
+            description=(
+                "the May 2025 'only make_move' ablation (grok-3-mini-beta against Dragon, "
+                "no _run.json): every turn prompt shows 'Current board state:' and 'Legal "
+                "moves:' before offering make_move alone, and the invalid-action reply "
+                "names make_move alone; that get_current_board and get_legal_moves are "
+                "answered as invalid actions is inferred from those two texts (no bundled "
+                "reply of this version names them)"
+            ),
+            action_counters=False,
+            wrong_counters_per_move=True,
+            actions=(MAKE_MOVE_ACTION,),
+            candidates_in_prompt=True,
+            evidence_window=("2025.05.01", "2025.07.31"),
         ),
         DispatcherVersion(
             name="llmchess-2025-08",
@@ -149,6 +182,7 @@ VERSIONS: dict[str, DispatcherVersion] = {
                 "suggestions with empty content answered as invalid actions"
             ),
             remove_text=r"<think>.*?</think>",
+            evidence_window=("2025.08.01", "2025.08.31"),
         ),
         DispatcherVersion(
             name="uci4-no-promotion",
@@ -193,38 +227,67 @@ class Verdict:
         return self.kind is VerdictKind.MOVE_ACCEPTED
 
 
-def turn_prompt(colour: Colour, *, enable_reflection: bool) -> str:
-    """Return the LLM Chess turn prompt for ``colour``."""
-    reflection = (
-        f"- '{REFLECT_ACTION}' to take a moment to think about your strategy\n"
-        if enable_reflection else ""
-    )
+_ACTION_LINES = {
+    BOARD_ACTION: f"- '{BOARD_ACTION}' to get the schema and current status of the board\n",
+    LEGAL_ACTION: f"- '{LEGAL_ACTION}' to get a UCI formatted list of available moves\n",
+    REFLECT_ACTION: f"- '{REFLECT_ACTION}' to take a moment to think about your strategy\n",
+}
+
+
+def turn_prompt(colour: Colour, *, enable_reflection: bool,
+                actions: tuple[str, ...] = VERSIONS_DEFAULT_ACTIONS) -> str:
+    """Return the LLM Chess turn prompt for ``colour`` offering ``actions``."""
+    offered = "".join(line for action, line in _ACTION_LINES.items()
+                      if action in actions and (action != REFLECT_ACTION or enable_reflection))
     return (
         f"You are a professional chess player and you play as {colour}. "
         "Now is your turn to make a move. Before making a move you can pick one of the "
         "following actions:\n"
-        f"- '{BOARD_ACTION}' to get the schema and current status of the board\n"
-        f"- '{LEGAL_ACTION}' to get a UCI formatted list of available moves\n"
-        + reflection
+        + offered
         + f"- '{MAKE_MOVE_ACTION} <UCI formatted move>' when you are ready to complete your turn "
         f"(e.g., '{MAKE_MOVE_ACTION} e2e4')"
     )
 
 
-def invalid_action_message(*, enable_reflection: bool) -> str:
-    """Return the LLM Chess invalid-action reply."""
-    reflection = f", {REFLECT_ACTION}" if enable_reflection else ""
+def invalid_action_message(*, enable_reflection: bool,
+                           actions: tuple[str, ...] = VERSIONS_DEFAULT_ACTIONS) -> str:
+    """Return the LLM Chess invalid-action reply for the offered ``actions``."""
+    named = [a for a in actions if a != MAKE_MOVE_ACTION
+             and (a != REFLECT_ACTION or enable_reflection)]
+    listed = "".join(f"{a}, " for a in named)
     return (
         "Invalid action. Pick one, reply exactly with the name and space delimitted argument: "
-        f"{BOARD_ACTION}, {LEGAL_ACTION}{reflection}, {MAKE_MOVE_ACTION} <UCI formatted move>"
+        f"{listed}{MAKE_MOVE_ACTION} <UCI formatted move>"
     )
 
 
+_UNICODE_PIECES = {
+    (colour, piece): chess.UNICODE_PIECE_SYMBOLS[
+        chess.piece_symbol(piece).upper() if colour else chess.piece_symbol(piece)]
+    for colour in chess.COLORS for piece in chess.PIECE_TYPES
+}
+
+
 def render_board(board: chess.Board, mode: str = "UNICODE_ONLY") -> str:
-    """Return the ``get_current_board`` reply: python-chess's unicode board or the FEN."""
+    """Return the ``get_current_board`` reply: python-chess's unicode board or the FEN.
+
+    The unicode display is ``board.unicode()`` (rank 8 first, squares joined by spaces,
+    ``⭘`` for an empty square), built from the bitboards in one pass; a test holds it
+    equal to python-chess's own on every position of the bundled games.
+    """
     if mode == "FEN_ONLY":
         return board.fen()
-    return board.unicode()
+    cells = ["⭘"] * 64
+    masks = ((chess.PAWN, board.pawns), (chess.KNIGHT, board.knights),
+             (chess.BISHOP, board.bishops), (chess.ROOK, board.rooks),
+             (chess.QUEEN, board.queens), (chess.KING, board.kings))
+    for colour in chess.COLORS:
+        occupied = board.occupied_co[colour]
+        for piece, mask in masks:
+            symbol = _UNICODE_PIECES[(colour, piece)]
+            for square in chess.scan_forward(mask & occupied):
+                cells[square] = symbol
+    return "\n".join(" ".join(cells[rank * 8:rank * 8 + 8]) for rank in range(7, -1, -1))
 
 
 def render_legal_moves(board: chess.Board) -> str:
@@ -247,10 +310,15 @@ def is_legal_list(text: str) -> bool:
     return bool(_UCI_LIST.match(text))
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
 def visible_text(version: DispatcherVersion, content: str) -> str:
     """Return what the dispatcher matches: ``remove_text`` applied, lowercased, stripped."""
     if version.remove_text:
-        content = re.sub(version.remove_text, "", content, flags=re.DOTALL)
+        content = _compiled(version.remove_text, re.DOTALL).sub("", content)
     return content.lower().strip()
 
 
@@ -258,34 +326,104 @@ def _illegal_reason(board: chess.Board, uci: str) -> str | None:
     """Return python-chess's error text for pushing ``uci``, or None when it is legal."""
     try:
         move = chess.Move.from_uci(uci)
-        board.copy(stack=False).push_uci(move.uci())
+        board.parse_uci(move.uci())  # what push_uci checks; the board is not changed
     except ValueError as exc:
         return str(exc)
     return None
 
 
+_RENDERED: dict[tuple[str, str, str], str] = {}
+_RENDERED_MAX = 200_000
+
+
+def rendered(kind: Literal["board", "legal"], mode: str, *, fen: str,
+             board: chess.Board | None = None) -> str:
+    """The board display (``kind`` ``board``) or legal-move list of the position ``fen``.
+
+    Memoised by FEN: a position is rendered once however many replies ask for it
+    (replay, verification, chronology). ``board``, when given, must be that position
+    and spares rebuilding it on a miss.
+    """
+    key = (fen, kind, mode)
+    hit = _RENDERED.get(key)
+    if hit is None:
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        position = board if board is not None else chess.Board(fen)
+        hit = (render_board(position, mode) if kind == "board"
+               else render_legal_moves(position))
+        _RENDERED[key] = hit
+    return hit
+
+
+_FENS: dict[tuple[int | bool | None, ...], str] = {}
+
+
+def fen_of(board: chess.Board) -> str:
+    """``board.fen()``, memoised by the position's bitboards, side, rights and clocks."""
+    key = (*board.occupied_co, board.pawns, board.knights, board.bishops, board.rooks,
+           board.queens, board.kings, board.promoted, board.turn, board.castling_rights,
+           board.ep_square, board.halfmove_clock, board.fullmove_number)
+    hit = _FENS.get(key)
+    if hit is None:
+        if len(_FENS) >= _RENDERED_MAX:
+            _FENS.clear()
+        hit = _FENS[key] = board.fen()
+    return hit
+
+
+def clear_render_cache() -> None:
+    """Forget every memoised rendering and FEN (benchmarks time cold runs with it)."""
+    _RENDERED.clear()
+    _FENS.clear()
+
+
 def dispatch(
     version: DispatcherVersion, content: str, *, board: chess.Board, previous_prompt: str,
+    fen: str | None = None,
 ) -> Verdict:
     """Apply the fixed precedence of ``version`` to one reply; the board is not modified.
 
     ``previous_prompt`` is the dispatcher's previous message in this dialogue; when it
     was the reflection prompt, any reply other than a board or list query gets the
-    reflection follow-up, even a make_move command.
+    reflection follow-up, even a make_move command. ``fen``, when given, is the
+    board's FEN (it keys the memoised displays; the replies are the same).
     """
     choice = visible_text(version, content)
+    if version.actions != VERSIONS_DEFAULT_ACTIONS:
+        return _dispatch_restricted(version, choice, board)
     if BOARD_ACTION in choice:
-        display = render_board(board, version.board_mode)
+        display = (render_board(board, version.board_mode) if fen is None
+                   else rendered("board", version.board_mode, fen=fen, board=board))
         return Verdict(VerdictKind.BOARD_QUERY, None, display, False)
     if LEGAL_ACTION in choice:
-        return Verdict(VerdictKind.LEGAL_QUERY, None, render_legal_moves(board), False)
+        listed = (render_legal_moves(board) if fen is None
+                  else rendered("legal", "", fen=fen, board=board))
+        return Verdict(VerdictKind.LEGAL_QUERY, None, listed, False)
     if _strip_removed(version, previous_prompt) == REFLECT_PROMPT:
         return Verdict(VerdictKind.REFLECTION_FOLLOWUP, None, REFLECTION_FOLLOWUP, False)
     if REFLECT_ACTION in choice:
         return Verdict(VerdictKind.REFLECTION, None, REFLECT_PROMPT, False)
-    match = re.search(version.make_move_pattern, choice)
+    return _make_move(version, choice, board)
+
+
+def _dispatch_restricted(version: DispatcherVersion, choice: str, board: chess.Board) -> Verdict:
+    """The same precedence over only the actions ``version`` offers."""
+    if BOARD_ACTION in version.actions and BOARD_ACTION in choice:
+        return Verdict(VerdictKind.BOARD_QUERY, None, render_board(board, version.board_mode),
+                       False)
+    if LEGAL_ACTION in version.actions and LEGAL_ACTION in choice:
+        return Verdict(VerdictKind.LEGAL_QUERY, None, render_legal_moves(board), False)
+    if REFLECT_ACTION in version.actions and REFLECT_ACTION in choice:
+        return Verdict(VerdictKind.REFLECTION, None, REFLECT_PROMPT, False)
+    return _make_move(version, choice, board)
+
+
+def _make_move(version: DispatcherVersion, choice: str, board: chess.Board) -> Verdict:
+    match = _compiled(version.make_move_pattern, 0).search(choice)
     if match is None:
-        invalid = invalid_action_message(enable_reflection=version.enable_reflection)
+        invalid = invalid_action_message(enable_reflection=version.enable_reflection,
+                                         actions=version.actions)
         return Verdict(VerdictKind.INVALID_ACTION, None, invalid, True)
     uci = match.group(1)
     reason = _illegal_reason(board, uci)
@@ -296,5 +434,5 @@ def dispatch(
 
 def _strip_removed(version: DispatcherVersion, text: str) -> str:
     if version.remove_text:
-        return re.sub(version.remove_text, "", text, flags=re.DOTALL)
+        return _compiled(version.remove_text, re.DOTALL).sub("", text)
     return text

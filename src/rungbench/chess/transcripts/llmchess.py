@@ -25,8 +25,15 @@ from rungbench.chess.transcripts.dispatch import (
     DispatcherVersion,
     VerdictKind,
     dispatch,
+    fen_of,
     invalid_action_message,
-    version,
+)
+from rungbench.chess.transcripts.eligibility import (
+    Exclusion,
+    check_exclusions,
+    event_exclusions,
+    is_opening,
+    primary,
 )
 from rungbench.chess.transcripts.llmchess_checks import (
     COUNTERS,
@@ -40,7 +47,8 @@ from rungbench.chess.transcripts.llmchess_checks import (
     material_count,
     summary_checks,
 )
-from rungbench.errors import InputError, Reason, Refusal
+from rungbench.chess.transcripts.versions import Detection, detect
+from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, loads_canonical
 
 _PROXY = "Proxy"
@@ -58,7 +66,7 @@ class _Player:
 
 @dataclass(frozen=True)
 class RunReport:
-    """A parsed and replayed LLM Chess run."""
+    """A parsed and replayed LLM Chess run, every game verified on its own."""
 
     folder: str
     """The run folder."""
@@ -71,7 +79,13 @@ class RunReport:
     unmatched_json: tuple[str, ...]
     """Game JSON files no game matched."""
     corpus: Corpus
-    """The attempts, in the common corpus shape."""
+    """The attempts of the eligible games, in the common corpus shape."""
+    exclusions: dict[str, tuple[Exclusion, ...]] = field(default_factory=dict)
+    """Every exclusion found, by game; a game listed here is not in ``corpus``."""
+    detection: Detection | None = None
+    """How the program version was decided."""
+    variant: str = ""
+    """The run's interface variant."""
 
     @property
     def disagreements(self) -> list[tuple[str, Check]]:
@@ -79,14 +93,25 @@ class RunReport:
         out = [(g.game, c) for g in self.games for c in g.disagreements]
         return out + [("run", c) for c in self.run_checks if not c.ok]
 
+    def excluded(self) -> list[tuple[GameReport, Exclusion]]:
+        """Each excluded game with the exclusion that names its cause."""
+        out = []
+        for game in self.games:
+            cause = primary(self.exclusions.get(game.game, ()))
+            if cause is not None:
+                out.append((game, cause))
+        return out
+
     def to_json(self) -> dict[str, Any]:
         """Return the report as a JSON-ready mapping."""
         return {
             "folder": self.folder, "dispatcher": self.dispatcher.to_json(),
+            "detection": self.detection.to_json() if self.detection else None,
             "games": [g.to_json() for g in self.games],
             "run_checks": [c.to_json() for c in self.run_checks],
             "unmatched_json": list(self.unmatched_json),
             "disagreements": len(self.disagreements),
+            "exclusions": {g: [e.to_json() for e in ex] for g, ex in self.exclusions.items()},
         }
 
 
@@ -95,39 +120,35 @@ def is_llmchess_folder(folder: Path) -> bool:
     return (folder / "output.txt").is_file()
 
 
-def run_dispatcher(folder: Path) -> DispatcherVersion:
-    """Pick the dispatcher version of a run: ``_run.json`` marks the August 2025 program."""
-    run_json = folder / "_run.json"
-    if not run_json.is_file():
-        return version("llmchess-2025-01")
-    data = loads_canonical(run_json.read_bytes(), path=str(run_json))
-    cfg = data.get("config", {})
-    mode = cfg.get("board_representation_mode", "UNICODE_ONLY")
-    if mode not in ("UNICODE_ONLY", "FEN_ONLY"):
-        raise InputError(f"board_representation_mode {mode!r} is not replayable",
-                         path=str(run_json), field="config.board_representation_mode")
-    return version("llmchess-2025-08").with_config(
-        remove_text=cfg.get("remove_text"), enable_reflection=bool(cfg.get("enable_reflection")),
-        max_failed_attempts=int(cfg.get("max_failed_attempts", 3)),
-        max_turns=int(cfg.get("max_llm_turns", 10)), board_mode=mode,
-    )
+def run_dispatcher(folder: Path, *, override: str | None = None) -> DispatcherVersion:
+    """The dispatcher version of a run (:func:`rungbench.chess.transcripts.versions.detect`)."""
+    data = (folder / "output.txt").read_bytes()
+    return detect(folder, data, tokenize(data, path=str(folder / "output.txt")),
+                  override=override).version
 
 
-def _variant(folder: Path, dv: DispatcherVersion) -> str:
-    known = "" if (folder / "_run.json").is_file() else " (inferred: no _run.json)"
+def variant_of(dv: DispatcherVersion) -> str:
+    """The interface variant a version presents: assistance, board mode, reflection."""
+    assist = "candidate-assisted" if dv.candidates_in_prompt else "unaided"
     reflection = "reflection" if dv.enable_reflection else "no-reflection"
-    return f"llmchess/{dv.board_mode}/{reflection}{known}"
+    return f"llmchess/{assist}/{dv.board_mode}/{reflection}"
 
 
-def read_run(folder: Path) -> RunReport:
-    """Parse, replay and check one LLM Chess run folder."""
+def read_run(folder: Path, *, dispatcher: str | None = None) -> RunReport:
+    """Parse, replay and check one LLM Chess run folder, game by game.
+
+    ``dispatcher`` names a version to replay with instead of the detected one.
+    Games that fail a check are excluded with a registered reason
+    (:mod:`rungbench.chess.transcripts.eligibility`); only eligible games reach the corpus.
+    """
     out_path = folder / "output.txt"
     data = out_path.read_bytes()
-    dv = run_dispatcher(folder)
     events = tokenize(data, path=str(out_path))
-    games = _split_games(events)
     jsons = _game_jsons(folder)
-    run_group, variant = folder.name, _variant(folder, dv)
+    detection = detect(folder, data, events, override=dispatcher, jsons=jsons)
+    dv = detection.version
+    games = _split_games(events)
+    run_group, variant = folder.name, variant_of(dv)
     replays = []
     for index, game_events in enumerate(games, start=1):
         replay = _Replay(dv, f"{run_group}/g{index:02d}", run_group, variant, str(out_path),
@@ -135,13 +156,18 @@ def read_run(folder: Path) -> RunReport:
         replay.run(game_events)
         replays.append(replay)
     matches = match_game_jsons([r.signature() if r.complete else None for r in replays], jsons)
-    reports, attempts, records = [], [], []
+    reports = []
     for index, (replay, (name, note)) in enumerate(zip(replays, matches, strict=True), start=1):
         reports.append(replay.report(index, name, jsons.get(name or ""), note))
-        attempts.extend(replay.attempts)
-        records.append(replay.record(sum(a.role == "agent" for a in replay.attempts)))
     used = {name for name, _ in matches if name}
     run_checks = aggregate_checks(folder, events, reports)
+    per_game = _exclusions(folder, games, replays, reports, matches, run_checks)
+    attempts, records = [], []
+    for replay in replays:
+        if replay.game in per_game:
+            continue
+        attempts.extend(replay.attempts)
+        records.append(replay.record(sum(a.role == "agent" for a in replay.attempts)))
     corpus = Corpus(
         attempts=tuple(attempts), games=tuple(records),
         sources={f"{run_group}/output.txt": data},
@@ -150,7 +176,43 @@ def read_run(folder: Path) -> RunReport:
                 "files": {f"{run_group}/output.txt": bytes_digest(data)}},
     )
     return RunReport(str(folder), dv, tuple(reports), tuple(run_checks),
-                     tuple(sorted(set(jsons) - used)), corpus)
+                     tuple(sorted(set(jsons) - used)), corpus, per_game, detection, variant)
+
+
+def _exclusions(
+    folder: Path, games: list[list[Event]], replays: list[_Replay], reports: list[GameReport],
+    matches: list[tuple[str | None, str | None]], run_checks: list[Check],
+) -> dict[str, tuple[Exclusion, ...]]:
+    """Every game's exclusions: its console lines, its failed checks, its JSON."""
+    stores_json = _stores_game_json(folder)
+    aggregate = [c for c in run_checks if not c.ok]
+    out: dict[str, tuple[Exclusion, ...]] = {}
+    for index, (events, replay, report, (name, note)) in enumerate(
+            zip(games, replays, reports, matches, strict=True)):
+        first_block = next((e for e in events if isinstance(e, Block)), None)
+        found = event_exclusions(events, first_game=index == 0,
+                                 opening_ok=first_block is not None and is_opening(first_block))
+        found += check_exclusions(report.checks, report.line)
+        if replay.complete and name is None and note is not None:
+            if "ambiguous" in note:
+                found.append(Exclusion("json_ambiguous", note, report.line))
+            elif stores_json:
+                found.append(Exclusion("json_missing", note, report.line))
+        found += [Exclusion("aggregate_mismatch", f"{c.name} from {c.source}: recorded "
+                            f"{c.expected!r}, replay {c.observed!r}", report.line)
+                  for c in aggregate]
+        if found:
+            out[replay.game] = tuple(found)
+    return out
+
+
+def _stores_game_json(folder: Path) -> bool:
+    path = folder / "_run.json"
+    if not path.is_file():
+        return False
+    data = loads_canonical(path.read_bytes(), path=str(path))
+    return bool(data.get("metadata", {}).get("store_individual_logs")) if isinstance(
+        data, dict) else False
 
 
 def _split_games(events: list[Event]) -> list[list[Event]]:
@@ -184,6 +246,7 @@ class _Replay:
         self.dv, self.game, self.run_group, self.variant = dv, game, run_group, variant
         self.source, self.source_key = source, source_key
         self.board = chess.Board()
+        self._fen: str | None = None  # the position's FEN, cached until the next move
         self.players: dict[str, _Player] = {}
         self.colours: dict[str, Literal["white", "black"]] = {}
         self.sans: list[str] = []
@@ -283,12 +346,15 @@ class _Replay:
     def _attempt(self, player: _Player, prompt: Block, block: Block, reply: Block | None,
                  turns: int, breaking: list[Marker]) -> str:
         content, calls = split_tool_calls(block.body)
-        fen = self.board.fen()
+        if self._fen is None:
+            self._fen = fen_of(self.board)
+        fen = self._fen
         ply = len(self.board.move_stack)
         role: Literal["agent", "opponent"] = (
             "agent" if player.name.startswith("Player_") else "opponent")
         dispatched = reply is not None and reply.sender == _PROXY
-        verdict = dispatch(self.dv, content, board=self.board, previous_prompt=prompt.body)
+        verdict = dispatch(self.dv, content, board=self.board, previous_prompt=prompt.body,
+                           fen=fen)
         if dispatched:
             assert reply is not None
             self._apply(player, verdict.kind, verdict.move)
@@ -317,6 +383,7 @@ class _Replay:
             move = chess.Move.from_uci(verdict.move)
             self.sans.append(self.board.san(move))
             self.board.push(move)
+            self._fen = None
         return reply.body if dispatched and reply is not None else block.body
 
     def _apply(self, player: _Player, kind: VerdictKind, move: str | None) -> None:
@@ -359,7 +426,8 @@ class _Replay:
         elif self.moves_made + 1 >= _MAX_GAME_MOVES:
             self.winner, self.reason = "NONE", "Max moves reached"
         elif last not in (MOVE_MADE.lower(), invalid_action_message(
-                enable_reflection=self.dv.enable_reflection).lower()) and not last.startswith(
+                enable_reflection=self.dv.enable_reflection,
+                actions=self.dv.actions).lower()) and not last.startswith(
                 "failed to make move:"):
             self.winner, self.reason = "NONE", "Unknown issue, failed to make a move"
 
@@ -432,16 +500,12 @@ def _game_over(board: chess.Board, players: dict[str, _Player],
     return "NONE", "Fivefold repetition"
 
 
-def refuse_disagreements(report: RunReport) -> None:
-    """Raise a :class:`Refusal` listing every disagreement of a replayed run, if any."""
-    reasons = []
-    for game, check in report.disagreements:
-        code = ("reply_mismatch" if check.name.startswith(("reply@", "breaking@"))
-                else "structure_mismatch" if check.name.startswith(
-                    ("message@", "unanswered@", "dialogue@"))
-                else "record_mismatch")
-        where = check.name.split("@", 1)[1] if "@" in check.name else check.source
-        reasons.append(Reason(code, f"{game}: {check.name} from {check.source}: recorded "
-                              f"{check.expected!r}, replay {check.observed!r}", subject=where))
+def refuse_exclusions(report: RunReport) -> None:
+    """Raise a :class:`Refusal` listing every exclusion of a replayed run (``--strict``)."""
+    reasons = [
+        Reason(e.code, f"{game}: {e.detail}", subject=f"{report.folder}/output.txt:{e.line}",
+               data={"game": game, "line": e.line})
+        for game, found in report.exclusions.items() for e in found
+    ]
     if reasons:
-        raise Refusal(reasons, gate="llm chess replay")
+        raise Refusal(reasons, gate="llm chess replay (strict)")
