@@ -328,3 +328,207 @@ def write_schemas(directory: pathlib.Path) -> list[pathlib.Path]:
         path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         paths.append(path)
     return paths
+
+
+# ---------------------------------------------------------------- records/2
+# Next-stage families (issue 19): incident diagnosis, active experiments, sequential
+# revision, provenance, negative evidence. Their records are version 2; the built
+# families keep writing version 1 byte for byte, so a bench without the new families
+# is unchanged (the v1 models and SCHEMA_MODELS above are untouched).
+
+RECORDS_VERSION_2 = "rungbench.records/2"
+"""Version of the records of the next-stage families (extends ``rungbench.records/1``)."""
+
+ItemType2 = Literal[
+    "exact", "identification", "discovery", "cf_no_mechanism",
+    "diagnosis", "experiment", "posterior",
+]
+Outcome2 = Literal[
+    "correct",
+    "wrong",
+    "false_non_id",
+    "false_answer_on_non_id",
+    "correct_non_id",
+    "abstain",
+    "invalid",
+    "lucky",
+    "consistent_unjustified",
+    "justified_abstain",
+]
+OUTCOMES_2: tuple[str, ...] = get_args(Outcome2)
+"""Every outcome cell of records/2, in report order (v1 cells, then the diagnosis cells)."""
+
+NEXT_FAMILIES: tuple[str, ...] = (
+    "root_cause_debugging",
+    "active_experiments",
+    "sequential_revision",
+    "provenance_source_dependence",
+    "negative_evidence",
+)
+"""The families seed 003 marks "next stage", built by issue 19."""
+
+
+class Evidence2(_Record):
+    """Evidence block of a records/2 case (adds ``telemetry``: tool outputs + mechanism)."""
+
+    kind: Literal["mechanism", "joint", "graph_joint", "samples", "telemetry"]
+    """What is shown; ``telemetry`` is the mechanism plus the logs/metrics tool outputs."""
+    payload: dict[str, Any]
+    """The evidence itself."""
+
+
+class PublicCase2(_Record):
+    """What an agent sees for one next-stage item (``public_case``, records/2)."""
+
+    version: str = RECORDS_VERSION_2
+    """Record version."""
+    case_id: str
+    """Opaque case identifier."""
+    world_id: str
+    """Opaque world identifier."""
+    episode_id: str
+    """Episode the case belongs to (stages of one episode share it; state is kept within it)."""
+    bench_version: str = BENCH_VERSION
+    """Generator version."""
+    family: str
+    """Task family (one of :data:`NEXT_FAMILIES`)."""
+    item_type: ItemType2
+    """Item type."""
+    rung: Literal["observation", "intervention", "counterfactual"]
+    """Ladder rung of the question."""
+    skin: str
+    """Domain skin."""
+    stage: int = 1
+    """Stage within the episode (1-based)."""
+    question: str
+    """The question text."""
+    query: dict[str, Any] | None
+    """The question as structured data (skinned names), or None."""
+    evidence: Evidence2
+    """The evidence delivered at this stage (cumulative within the episode)."""
+    assumptions: list[str]
+    """Assumptions the agent may rely on."""
+    allowed_tools: list[str]
+    """Tools the agent may call."""
+    permitted_interventions: list[Intervention]
+    """Repairs and experiments with their costs."""
+    answer_format: str
+    """Which response fields are read."""
+
+
+class PrivateOracle2(_Record):
+    """What only the scorer sees for one next-stage item (``private_oracle``, records/2).
+
+    The v1 fields keep their meaning; ``identified_set`` is now used, and the fields
+    after it are new.
+    """
+
+    version: str = RECORDS_VERSION_2
+    """Record version."""
+    case_id: str
+    """Joins to public_case and agent_response."""
+    world_id: str
+    """World (cluster for the bootstrap)."""
+    episode_id: str
+    """Episode (stages of a revision episode share it)."""
+    stage: int = 1
+    """Stage within the episode."""
+    family: str
+    """Task family."""
+    structure: str
+    """``incident``, ``provenance`` or ``negative_evidence``."""
+    skin: str
+    """Domain skin of the public case."""
+    item_type: ItemType2
+    """``diagnosis`` (name a cause / repair), ``experiment`` (choose a probe), ``posterior``."""
+    rung: Literal[1, 2, 3]
+    """Ladder rung."""
+    estimand: str
+    """Estimand in the world's true variable names."""
+    scm_hash: str
+    """Digest of the world (mechanism + seed)."""
+    seed: int
+    """World seed (private)."""
+    identifiable: bool
+    """Diagnosis: the evidence identifies the cause uniquely; posterior items: True."""
+    value: float | None = None
+    """Posterior items: the exact posterior probability asked."""
+    tol: float = 0.02
+    """Tolerance tau."""
+    identified_set: list[str] | None = None
+    """Diagnosis/experiment items: causes with positive posterior given the delivered evidence."""
+    true_cause: str | None = None
+    """Diagnosis/experiment items: the episode's true fault."""
+    hypotheses: list[str] | None = None
+    """Diagnosis/experiment items: the hypothesis set (every candidate fault)."""
+    descendants: list[str] | None = None
+    """Diagnosis items: telemetry nodes downstream of the true cause (symptom confusion)."""
+    expected_loss: dict[str, float] | None = None
+    """Repair menu: E[L(a) | evidence] including cost."""
+    eig_bits: dict[str, float] | None = None
+    """Experiment menu: EIG in bits over the hypothesis set (``act_now`` = 0)."""
+    experiment_loss: dict[str, float] | None = None
+    """Experiment menu: cost(x) + E_o min_a E[L(a) | evidence, x=o] (decision value)."""
+    discriminating: list[str] | None = None
+    """Probes with EIG > 0 over the live set (a check that separates live causes)."""
+    alt_values: dict[str, float] = Field(default_factory=dict)
+    """Taxonomy label -> the value a confused answer gives (e.g. ``source_duplication``)."""
+    alt_causes: dict[str, list[str]] = Field(default_factory=dict)
+    """Taxonomy label -> the causes a confused diagnosis names (e.g. ``stale_mechanism``)."""
+    previous_set: list[str] | None = None
+    """Revision stages after the first: the identified set of the previous stage."""
+    cf_link: str | None = None
+    """Case id of the nonsense-skin twin."""
+
+
+class Verdict2(_Record):
+    """What a scorer returns per records/2 response (CONTRACTS §3 extended)."""
+
+    case_id: str
+    """Case scored."""
+    outcome: Outcome2
+    """The outcome cell."""
+    abs_error: float | None = None
+    """|value − ref| for posterior items."""
+    brier: float | None = None
+    """(confidence − 1[right])² when a confidence was given."""
+    decision_regret: float | None = None
+    """E[L(a) | e] − min E[L | e] for a named repair."""
+    info_regret: float | None = None
+    """max EIG − EIG(x) for a named experiment."""
+    experiment_regret: float | None = None
+    """experiment_loss(x) − min experiment_loss for a named experiment (decision value)."""
+    structure: StructureScore | None = None
+    """Unused by the next-stage families (kept null for a shared verdict shape)."""
+    error: str | None = None
+    """Why the response is invalid."""
+
+
+SCHEMA_MODELS_2: dict[str, type[BaseModel]] = {
+    "public_case": PublicCase2,
+    "private_oracle": PrivateOracle2,
+    "agent_response": AgentResponse,
+    "verdict": Verdict2,
+}
+"""Records/2 models whose schema a bench with next-stage families writes beside the v1 ones."""
+
+
+def json_schemas_2() -> dict[str, dict[str, Any]]:
+    """Return the JSON Schema of every records/2 model, tagged with the records/2 version."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, model in SCHEMA_MODELS_2.items():
+        schema = model.model_json_schema()
+        schema["$id"] = f"{RECORDS_VERSION_2}/{name}"
+        out[name] = schema
+    return out
+
+
+def write_schemas_2(directory: pathlib.Path) -> list[pathlib.Path]:
+    """Write ``<name>.v2.schema.json`` for every records/2 model into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, schema in json_schemas_2().items():
+        path = directory / f"{name}.v2.schema.json"
+        path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths

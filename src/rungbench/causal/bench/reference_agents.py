@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PublicCase
+from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PrivateOracle2, PublicCase
 from rungbench.errors import InputError
 
 FIXED_TIME = "2026-10-03T00:00:00Z"
@@ -150,3 +150,96 @@ def reference_agent(spec: str, oracles: Mapping[str, PrivateOracle]) -> Referenc
         known = ", ".join(f"reference:{n}" for n in POLICIES)
         raise InputError(f"unknown agent {spec!r}; known: {known}", field="agent")
     return ReferenceAgent(name, oracles)
+
+
+# ------------------------------------------------ next-stage families (records/2)
+
+
+def _argmax(menu: Mapping[str, float]) -> str:
+    return max(sorted(menu), key=lambda k: menu[k])
+
+
+def _argmin(menu: Mapping[str, float]) -> str:
+    return min(sorted(menu), key=lambda k: menu[k])
+
+
+def next_oracle_fields(o: PrivateOracle2) -> dict[str, Any]:
+    """The reference answer of a records/2 item (holds back while ≥ 2 causes are live)."""
+    if o.item_type == "posterior":
+        return {"status": "answer", "value": o.value}
+    if o.item_type == "experiment":
+        return {"status": "answer", "experiment": _argmax(o.eig_bits or {})}
+    live = o.identified_set or []
+    if len(live) == 1:
+        return {"status": "answer", "label": live[0],
+                "action": _argmin(o.expected_loss or {})}
+    out: dict[str, Any] = {"status": "need_info"}
+    if o.discriminating:
+        out["experiment"] = _argmax(o.eig_bits or {})
+    return out
+
+
+def _premature(o: PrivateOracle2) -> dict[str, Any]:
+    """Names the first plausible cause and repairs it; never experiments."""
+    if o.item_type == "diagnosis":
+        first = (o.identified_set or [""])[0]
+        return {"status": "answer", "label": first, "action": f"repair:{first}"}
+    if o.item_type == "experiment":
+        return {"status": "answer", "experiment": "act_now"}
+    return next_oracle_fields(o)
+
+
+def _costly_irrelevant(o: PrivateOracle2) -> dict[str, Any]:
+    """Runs the probe with zero EIG and the largest decision loss, when there is one."""
+    eig, loss = o.eig_bits or {}, o.experiment_loss or {}
+    idle = [x for x in eig if x != "act_now" and eig[x] <= 1e-9]
+    if o.item_type == "experiment" and idle:
+        return {"status": "answer", "experiment": max(sorted(idle), key=lambda x: loss[x])}
+    return next_oracle_fields(o)
+
+
+def _alt_value(label: str) -> Callable[[PrivateOracle2], dict[str, Any]]:
+    def policy(o: PrivateOracle2) -> dict[str, Any]:
+        if o.item_type == "posterior" and label in o.alt_values:
+            return {"status": "answer", "value": o.alt_values[label]}
+        return next_oracle_fields(o)
+    return policy
+
+
+def _stale(o: PrivateOracle2) -> dict[str, Any]:
+    """Keeps reasoning with the mechanism stated before a revision."""
+    live = o.identified_set or []
+    stale = [c for c in o.alt_causes.get("stale_mechanism", []) if c not in live]
+    if stale:
+        return {"status": "answer", "label": stale[0]}
+    return next_oracle_fields(o)
+
+
+NEXT_POLICIES: dict[str, tuple[Callable[[PrivateOracle2], dict[str, Any]], float]] = {
+    "oracle": (next_oracle_fields, 1.0),
+    "premature_commitment": (_premature, 0.8),
+    "costly_irrelevant": (_costly_irrelevant, 0.8),
+    "double_count": (_alt_value("source_duplication"), 0.8),
+    "negative_misread": (_alt_value("negative_evidence_misread"), 0.8),
+    "stale_mechanism": (_stale, 0.8),
+}
+"""Records/2 reference agent name -> (policy, stated confidence below the certainty bar)."""
+
+NEXT_SIGNATURES: dict[str, str] = {
+    "premature_commitment": "experiment_avoidance",
+    "costly_irrelevant": "costly_irrelevant_experiment",
+    "double_count": "source_duplication",
+    "negative_misread": "negative_evidence_misread",
+    "stale_mechanism": "stale_mechanism",
+}
+"""The label each confused records/2 reference agent must carry on its failures."""
+
+
+def next_answer(name: str, o: PrivateOracle2) -> AgentResponse:
+    """The response of records/2 reference agent ``name`` to the case of oracle ``o``."""
+    if name not in NEXT_POLICIES:
+        raise InputError(f"unknown agent {name!r}; known: {', '.join(NEXT_POLICIES)}",
+                         field="agent")
+    policy, confidence = NEXT_POLICIES[name]
+    return AgentResponse(case_id=o.case_id, arm=f"reference:{name}", confidence=confidence,
+                         claim_text=f"reference agent {name}", t=FIXED_TIME, **policy(o))

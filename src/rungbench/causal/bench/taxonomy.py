@@ -10,7 +10,13 @@ the stated confidence); a wrong answer with no matching mechanism is
 
 from __future__ import annotations
 
-from rungbench.causal.bench.records import AgentResponse, PrivateOracle, Verdict
+from rungbench.causal.bench.records import (
+    AgentResponse,
+    PrivateOracle,
+    PrivateOracle2,
+    Verdict,
+    Verdict2,
+)
 from rungbench.causal.bench.scorer import within
 
 OBS_INT = "observation_intervention_confusion"
@@ -83,6 +89,71 @@ def failure_labels(
     labels = rung_labels(oracle, response) if response.status == "answer" else []
     if not oracle.identifiable and response.status == "answer":
         labels.append(NON_ID_IGNORED)
+    if response.confidence is not None and response.confidence >= CERTAINTY:
+        labels.append(UNSUPPORTED_CERTAINTY)
+    return labels or [UNEXPLAINED]
+
+
+# ------------------------------------------------ next-stage families (records/2)
+
+SYMPTOM_ROOT_CAUSE = "symptom_root_cause_confusion"
+EXPERIMENT_AVOIDANCE = "experiment_avoidance"
+COSTLY_IRRELEVANT = "costly_irrelevant_experiment"
+SOURCE_DUPLICATION = "source_duplication"
+STALE_MECHANISM = "stale_mechanism"
+NEGATIVE_EVIDENCE = "negative_evidence_misread"
+
+NEXT_LABELS: tuple[str, ...] = (
+    SYMPTOM_ROOT_CAUSE, EXPERIMENT_AVOIDANCE, COSTLY_IRRELEVANT, SOURCE_DUPLICATION,
+    STALE_MECHANISM, NEGATIVE_EVIDENCE, UNSUPPORTED_CERTAINTY, UNEXPLAINED,
+)
+"""Labels of the next-stage families, in report order (seed 003 "Failure taxonomy";
+``negative_evidence_misread`` is this project's: an absent alarm read as evidence where
+the sensor does not cover or the delay has not passed, or ignored where it has)."""
+
+NEXT_FAILED = frozenset({"lucky", "consistent_unjustified", "wrong", "false_non_id"})
+"""Records/2 outcomes that count as failures (lucky: right cause, unjustified)."""
+
+_EIG_ZERO = 1e-9
+
+
+def next_failure_labels(oracle: PrivateOracle2, response: AgentResponse | None,
+                        verdict: Verdict2) -> list[str]:
+    """Every label that applies to a failed records/2 verdict; ``[]`` for other outcomes.
+
+    Each label is licensed by a mechanical match (seed 003): experiment avoidance —
+    committed (a cause, or ``act_now``) while the identified set has ≥ 2 members and a
+    discriminating probe exists; costly irrelevant experiment — ran a probe with EIG 0
+    over the live set; symptom/root-cause confusion — named a telemetry node downstream
+    of the true cause; stale mechanism — named a cause only the superseded mechanism
+    allows; source duplication / negative-evidence misread — the value matches the
+    confused twin's posterior within tol while the true value does not.
+    """
+    if verdict.outcome not in NEXT_FAILED or response is None:
+        return []
+    labels: list[str] = []
+    live = oracle.identified_set or []
+    probes = oracle.discriminating or []
+    if oracle.item_type == "diagnosis" and response.status == "answer":
+        stale = oracle.alt_causes.get(STALE_MECHANISM, [])
+        if response.label in stale and response.label not in live:
+            labels.append(STALE_MECHANISM)
+        if response.label in (oracle.descendants or []):
+            labels.append(SYMPTOM_ROOT_CAUSE)
+        if len(live) >= 2 and probes:
+            labels.append(EXPERIMENT_AVOIDANCE)
+    if oracle.item_type == "experiment" and response.experiment is not None:
+        eig = (oracle.eig_bits or {}).get(response.experiment, 0.0)
+        if response.experiment == "act_now":
+            if len(live) >= 2 and probes:
+                labels.append(EXPERIMENT_AVOIDANCE)
+        elif eig <= _EIG_ZERO:
+            labels.append(COSTLY_IRRELEVANT)
+    if oracle.item_type == "posterior" and response.value is not None:
+        for label, confused in sorted(oracle.alt_values.items()):
+            truth_apart = oracle.value is None or not within(oracle.value, confused, oracle.tol)
+            if truth_apart and within(response.value, confused, oracle.tol):
+                labels.append(label)
     if response.confidence is not None and response.confidence >= CERTAINTY:
         labels.append(UNSUPPORTED_CERTAINTY)
     return labels or [UNEXPLAINED]

@@ -13,6 +13,7 @@ the outcome rules distinguish. Verdicts are compared field by field (CONTRACTS
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import pathlib
@@ -187,8 +188,6 @@ def _compared(v: Mapping[str, Any]) -> dict[str, Any]:
 
 def _second_scorer() -> ScoreFn:
     """Import the independently written scorer (only here; never shared with the first)."""
-    import importlib
-
     module = importlib.import_module("rungbench.causal.checks.second_scorer")
     fn: ScoreFn = module.score
     return fn
@@ -218,6 +217,123 @@ MAX_GENERATED = 1_000_000
 """Most generated responses one agreement run compares (``--n``)."""
 
 
+def next_hand_cases() -> list[dict[str, Any]]:
+    """Hand cases of the next-stage families (``data/next_family_cases.json``, records/2)."""
+    doc = _data("next_family_cases")
+    out = []
+    for case in doc["cases"]:
+        oracle = doc["oracles"][case["oracle"]]
+        response = {"case_id": oracle["case_id"], **_EMPTY_RESPONSE, **case["response"]}
+        expected = {**dict.fromkeys(COMPARED_2), "case_id": oracle["case_id"],
+                    **case["expected"]}
+        out.append({"note": case["name"], "oracle": oracle, "response": response,
+                    "expected": expected})
+    return out
+
+
+def next_hand_episodes() -> list[dict[str, Any]]:
+    """Hand revision episodes: (identified set, named cause) per stage with expected counts."""
+    episodes: list[dict[str, Any]] = _data("next_family_cases")["episodes"]
+    return episodes
+
+
+COMPARED_2 = (*COMPARED, "experiment_regret")
+"""Verdict fields compared on records/2 items (adds the experiment's decision regret)."""
+
+
+def _perturb_next(o: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """One response to a records/2 oracle exercising a random outcome rule."""
+    r: dict[str, Any] = {"case_id": o["case_id"], "arm": "generated", "status": "answer",
+                         "claim_text": "", "t": "2026-10-03T00:00:00Z"}
+    kind = int(rng.integers(10))
+    if kind == 0:
+        r["status"] = str(rng.choice(["abstain", "need_info", "not_identifiable"]))
+    names = list(o.get("hypotheses") or []) + list(o.get("descendants") or []) + ["nobody"]
+    if o["item_type"] == "diagnosis" and kind != 9:
+        r["label"] = str(rng.choice(names))
+    if o["item_type"] == "posterior" and kind != 9:
+        ref = float(o["value"])
+        r["value"] = [ref, ref + 0.0199, ref - 0.0201, float(rng.random()), 1.3,
+                      ref + 0.05 * float(rng.standard_normal())][kind % 6]
+    menu = [*sorted(o.get("expected_loss") or {}), "reboot_everything"]
+    if rng.random() < 0.6:
+        r["action"] = str(rng.choice(menu))
+    probes = [*sorted(o.get("eig_bits") or {}), "probe:nowhere"]
+    if (o["item_type"] == "experiment" and kind != 9) or rng.random() < 0.3:
+        r["experiment"] = str(rng.choice(probes))
+    if rng.random() < 0.6:
+        r["confidence"] = float(np.round(rng.random(), 3)) if rng.random() < 0.95 else 1.2
+    if rng.random() < 0.03:
+        r["value"] = "0.5"
+    return r
+
+
+def generated_next_responses(n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``n`` (oracle, response) pairs over the next-stage families of 20 generated worlds."""
+    from rungbench.causal.bench.next_families import build_next_world
+
+    oracles = [o.model_dump(mode="json") for s in range(20)
+               for o in build_next_world("dev", seed + s)[1]]
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(n):
+        o = oracles[int(rng.integers(len(oracles)))]
+        pairs.append((o, _perturb_next(o, rng)))
+    return pairs
+
+
+def next_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
+    """Both scorers on the next-stage hand cases, hand episodes and generated responses."""
+    from rungbench.causal.bench.next_scorer import score_dict2
+    from rungbench.causal.bench.revision import revision_metrics
+
+    module = importlib.import_module("rungbench.causal.checks.second_scorer")
+    second: ScoreFn = module.score
+    cases = next_hand_cases()
+    hand = _compare_fields(
+        [(c["oracle"], c["response"]) for c in cases], score_dict2, second,
+        [c["expected"] for c in cases], [c["note"] for c in cases])
+    ep_rows = []
+    for ep in next_hand_episodes():
+        stages = [(list(s), a) for s, a in ep["stages"]]
+        first = revision_metrics(stages)
+        pairs = [({"stage": i + 1, "identified_set": s},
+                  {"status": "answer" if a is not None else "abstain", "label": a})
+                 for i, (s, a) in enumerate(stages)]
+        second_counts = module.next_revision_rates(pairs)
+        ok = first == second_counts == ep["expected"]
+        ep_rows.append({"name": ep["name"], "agree": ok, "first": first,
+                        "second": second_counts, "expected": ep["expected"]})
+    generated = _compare_fields(generated_next_responses(n_generated, seed), score_dict2,
+                                second)
+    passed = hand["rate"] == 1.0 and all(r["agree"] for r in ep_rows) \
+        and (generated["rate"] or 0.0) >= 0.99
+    return {"hand": hand, "episodes": ep_rows, "generated": generated, "pass": passed}
+
+
+def _compare_fields(pairs: list[tuple[dict[str, Any], dict[str, Any]]], first: ScoreFn,
+                    second: ScoreFn, expected: list[dict[str, Any]] | None = None,
+                    notes: list[str] | None = None) -> dict[str, Any]:
+    """:func:`compare` over the records/2 verdict fields."""
+    disagreements = []
+    agree = 0
+    for i, (o, r) in enumerate(pairs):
+        a, b = first(o, r), second(o, r)
+        ok = all(same_value(a.get(k), b.get(k)) for k in COMPARED_2)
+        if expected is not None:
+            ok = ok and all(same_value(a.get(k), expected[i].get(k)) and
+                            same_value(b.get(k), expected[i].get(k)) for k in COMPARED_2)
+        agree += ok
+        if not ok:
+            disagreements.append({"case_id": o["case_id"], "response": r,
+                                  "note": notes[i] if notes else None,
+                                  "first": {k: a.get(k) for k in COMPARED_2},
+                                  "second": {k: b.get(k) for k in COMPARED_2}})
+    n = len(pairs)
+    return {"n": n, "agree": agree, "rate": agree / n if n else None,
+            "disagreements": disagreements}
+
+
 def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
     """Run both scorers on both hand sets and on ``n_generated`` generated responses.
 
@@ -228,7 +344,8 @@ def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str,
     second = _second_scorer()
     hand = compare_hand(score_dict, second)
     generated = compare(generated_responses(n_generated, seed), score_dict, second)
+    nxt = next_agreement(n_generated, seed)
     passed = all(r["rate"] == 1.0 for r in hand["sets"].values()) \
-        and (generated["rate"] or 0.0) >= 0.99
-    return {"hand": hand, "generated": generated, "pass": passed,
+        and (generated["rate"] or 0.0) >= 0.99 and nxt["pass"]
+    return {"hand": hand, "generated": generated, "next_families": nxt, "pass": passed,
             "thresholds": {"hand": 1.0, "generated": 0.99}}

@@ -38,6 +38,7 @@ Conventions the contract leaves open, fixed here:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -535,10 +536,155 @@ def _grade(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> tuple[dict
 def score(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
     """Score one response against its private oracle record; return the verdict of CONTRACTS §3.
 
-    Raises InputError when the oracle record is malformed or the case ids differ;
-    a malformed response is never an error but the ``invalid`` outcome.
+    Records of version ``rungbench.records/2`` (the next-stage families) are graded
+    by :func:`grade_next`. Raises InputError when the oracle record is malformed or
+    the case ids differ; a malformed response is never an error but ``invalid``.
     """
+    if isinstance(oracle, Mapping) and oracle.get("version") == NEXT_VERSION:
+        return grade_next(oracle, response)[0]
     return _grade(oracle, response)[0]
+
+
+# ------------------------------------------- next-stage families (records/2)
+#
+# Issue 19, read from seed 003 "Deterministic scorer" (diagnosis outcomes, decision
+# and information regret) and the records/2 oracle fields. Written without the first
+# scorer: the diagnosis table is keyed on (abstained?, named the true cause?, named
+# cause inside the identified set?, identified set a singleton?).
+
+NEXT_VERSION = "rungbench.records/2"
+"""Oracle records of this version are graded by :func:`grade_next`."""
+
+NEXT_ITEM_TYPES = frozenset({"diagnosis", "experiment", "posterior"})
+"""``private_oracle.item_type`` values of the next-stage families."""
+
+_NEXT_EMPTY = ("abs_error", "brier", "decision_regret", "info_regret", "experiment_regret",
+               "structure")
+
+# (truth named, named in set, set is a singleton) -> outcome of a diagnosis answer
+_DIAGNOSIS: Mapping[tuple[bool, bool, bool], str] = {
+    (True, True, True): "correct",
+    (True, True, False): "lucky",
+    (False, True, True): "consistent_unjustified",
+    (False, True, False): "consistent_unjustified",
+    (False, False, True): "wrong",
+    (False, False, False): "wrong",
+}
+
+_HOLDS_BACK = frozenset({"abstain", "need_info", "not_identifiable"})
+
+
+def _next_verdict(case_id: str, outcome: str) -> dict[str, Any]:
+    verdict: dict[str, Any] = {"case_id": case_id, "outcome": outcome}
+    verdict.update(dict.fromkeys(_NEXT_EMPTY))
+    return verdict
+
+
+def _menu(oracle: Mapping[str, Any], name: str) -> dict[str, float] | None:
+    return _number_map(oracle.get(name), oracle.get("case_id"), name)
+
+
+def grade_next(oracle: Mapping[str, Any], response: Mapping[str, Any]
+               ) -> tuple[dict[str, Any], str | None]:
+    """Grade a response to a records/2 item; return the verdict and why it is invalid."""
+    case = oracle.get("case_id")
+    if not isinstance(case, str) or not case:
+        raise _oracle_error(case, "case_id must be a non-empty string", "case_id")
+    kind = oracle.get("item_type")
+    if kind not in NEXT_ITEM_TYPES:
+        raise _oracle_error(case, f"unknown item_type {kind!r}", "item_type")
+    if not isinstance(response, Mapping) or response.get("case_id") != case:
+        raise InputError(f"response does not answer {case!r}", field="case_id")
+    losses, gains = _menu(oracle, "expected_loss"), _menu(oracle, "eig_bits")
+    after = _menu(oracle, "experiment_loss")
+    defects: list[str] = []
+    status = response.get("status")
+    if status not in STATUSES:
+        defects.append(f"unknown status {status!r}")
+    value = _optional(response.get("value"), _as_probability, "value must be in [0, 1]",
+                      defects)
+    confidence = _optional(response.get("confidence"), _as_probability,
+                           "confidence must be in [0, 1]", defects)
+    _optional(response.get("bounds"), _as_bounds, "bounds must be [lo, hi] in [0, 1]", defects)
+    action = _choice(response.get("action"), losses or {}, "action", defects)
+    experiment = _choice(response.get("experiment"), gains or {}, "experiment", defects)
+    label = response.get("label")
+    if label is not None and not isinstance(label, str):
+        defects.append(f"label must be a string, got {label!r}")
+    answering = status == "answer"
+    if not defects and answering:
+        wanted = {"diagnosis": label, "experiment": experiment, "posterior": value}[str(kind)]
+        if wanted is None:
+            defects.append(f"answer without the {kind} item's payload")
+    if defects:
+        return _next_verdict(case, "invalid"), "; ".join(defects)
+
+    verdict = _next_verdict(case, "abstain")
+    if action is not None and losses is not None:
+        verdict["decision_regret"] = _regret(losses, action, lower_is_better=True)
+    if experiment is not None and gains is not None:
+        verdict["info_regret"] = _regret(gains, experiment, lower_is_better=False)
+        if after is not None:
+            verdict["experiment_regret"] = _regret(after, experiment, lower_is_better=True)
+    hit = False
+    if kind == "diagnosis":
+        live = list(oracle.get("identified_set") or [])
+        if not answering:
+            verdict["outcome"] = "justified_abstain" if len(live) > 1 else "abstain"
+        else:
+            truth = oracle.get("true_cause")
+            hit = label == truth
+            verdict["outcome"] = _DIAGNOSIS[(hit, label in live, len(live) == 1)]
+    elif kind == "experiment":
+        if answering:
+            hit = verdict["info_regret"] <= SLACK
+            verdict["outcome"] = "correct" if hit else "wrong"
+    else:
+        reference = _finite(oracle.get("value"))
+        tol = _finite(oracle.get("tol", DEFAULT_TOL))
+        if reference is None or tol is None:
+            raise _oracle_error(case, "a posterior item needs value and tol", "value")
+        if status == "not_identifiable":
+            verdict["outcome"] = "false_non_id"
+        elif answering:
+            assert value is not None
+            verdict["abs_error"] = abs(value - reference)
+            hit = _within(value, reference, tol)
+            verdict["outcome"] = "correct" if hit else "wrong"
+    if confidence is not None and verdict["outcome"] not in ("abstain", "justified_abstain"):
+        verdict["brier"] = (confidence - float(hit)) ** 2
+    return verdict, None
+
+
+def next_revision_rates(episode: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]]
+                        ) -> dict[str, int]:
+    """Revision counts of one episode from its (oracle, response) pairs in any order.
+
+    Seed 003 "Revision items": revision accuracy (changed when the new evidence
+    should change the answer), stale belief (kept an answer the new evidence
+    refutes), collateral retraction (dropped a belief that remains supported).
+    A stage's reference answer is its identified set's only member, else none; an
+    agent's answer is its named label when it answered, else none.
+    """
+    rows = sorted(((int(o.get("stage", 1)), list(o.get("identified_set") or []),
+                    r.get("label") if r.get("status") == "answer" else None)
+                   for o, r in episode), key=lambda t: t[0])
+    tally = {"should_change": 0, "revised_right": 0, "refuted": 0, "stale": 0,
+             "supported": 0, "retracted": 0}
+    for before, now in itertools.pairwise(rows):
+        ref_before = before[1][0] if len(before[1]) == 1 else None
+        ref_now = now[1][0] if len(now[1]) == 1 else None
+        if ref_before != ref_now:
+            tally["should_change"] += 1
+            tally["revised_right"] += now[2] == ref_now
+        if before[2] is not None:
+            still = before[2] in now[1]
+            tally["supported" if still else "refuted"] += 1
+            if still:
+                tally["retracted"] += now[2] != before[2]
+            else:
+                tally["stale"] += now[2] == before[2]
+    return tally
 
 
 # ------------------------------------------------------------------- files

@@ -1,0 +1,320 @@
+"""Records/2 cases of the next-stage families from one world seed (issue 19).
+
+Per world seed: one incident world gives a diagnosis item (name the cause, choose
+a repair), an experiment item (choose a probe) and a three-stage revision
+episode; a provenance world and a negative-evidence world give one posterior item
+each. Every item is rendered under a domain skin and under the nonsense skin with
+the same listing order, linked by ``cf_link`` (the nonsense-skin twin), exactly as
+the built families. Gold answers come from ``incidents``, ``revision`` and
+``provenance``, which ask the exact oracle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rungbench.causal.bench.incidents import (
+    ACT_NOW,
+    LOSS_PER_OUTAGE,
+    OUTAGE,
+    Diagnosis,
+    IncidentWorld,
+    draw_incident,
+    draw_incident_world,
+    tool_outputs,
+)
+from rungbench.causal.bench.provenance import (
+    PosteriorItem,
+    draw_negative_evidence,
+    draw_provenance,
+)
+from rungbench.causal.bench.records import (
+    Evidence2,
+    Intervention,
+    PrivateOracle2,
+    PublicCase2,
+)
+from rungbench.causal.bench.revision import RevisionStage, draw_revision
+from rungbench.causal.bench.skins import DOMAIN_SKINS, Skin, draw_skin
+from rungbench.causal.scm import oracle
+from rungbench.causal.scm.world import Query, World
+from rungbench.evidence.canonical import digest
+
+INCIDENT_ASSUMPTIONS = [
+    "Exactly one fault is active; the mechanism shown is complete and correct.",
+    "Telemetry not yet delivered can be probed at the listed cost.",
+    f"The outage costs {LOSS_PER_OUTAGE:g} units unless the repair removes its cause.",
+]
+"""Assumptions stated on incident items."""
+
+POSTERIOR_ASSUMPTIONS = [
+    "The mechanism shown is complete and correct, including how each report was produced.",
+]
+"""Assumptions stated on provenance and negative-evidence items."""
+
+
+@dataclass(frozen=True)
+class NextItem:
+    """One next-stage item in world names, before skinning."""
+
+    key: str
+    """Slot within the world."""
+    family: str
+    """Task family."""
+    item_type: str
+    """``diagnosis``, ``experiment`` or ``posterior``."""
+    structure: str
+    """``incident``, ``provenance`` or ``negative_evidence``."""
+    world: World
+    """The SCM shown (the stage's mechanism)."""
+    episode: str
+    """Episode key within the world."""
+    stage: int = 1
+    """Stage within the episode."""
+    diagnosis: Diagnosis | None = None
+    """Incident items: oracle quantities given the delivered evidence."""
+    iw: IncidentWorld | None = None
+    """Incident items: the incident world shown."""
+    true_cause: str | None = None
+    """Incident items: the episode's fault."""
+    stale: Diagnosis | None = None
+    """Revision stage 3: the evidence under the superseded mechanism."""
+    previous_set: tuple[str, ...] | None = None
+    """Revision stages after the first: the previous stage's identified set."""
+    revised: str | None = None
+    """Revision stage 3: the symptom whose mechanism was corrected."""
+    posterior: PosteriorItem | None = None
+    """Posterior items."""
+
+
+def incident_items(rng: np.random.Generator, world_id: str) -> list[NextItem]:
+    """Diagnosis, experiment and revision items of one incident world."""
+    iw = draw_incident_world(rng, world_id)
+    inc = draw_incident(iw, rng)
+    d = inc.diagnosis()
+    out = [
+        NextItem("diagnose", "root_cause_debugging", "diagnosis", "incident", iw.world, "e0",
+                 diagnosis=d, iw=iw, true_cause=inc.fault),
+        NextItem("experiment", "active_experiments", "experiment", "incident", iw.world, "e0",
+                 diagnosis=d, iw=iw, true_cause=inc.fault),
+    ]
+    stages = draw_revision(iw, rng)
+    if stages is not None:
+        out += revision_items(stages)
+    return out
+
+
+def revision_items(stages: Sequence[RevisionStage]) -> list[NextItem]:
+    """One diagnosis item per stage of a revision episode."""
+    out = []
+    prev: tuple[str, ...] | None = None
+    for st in stages:
+        iw = st.diagnosis.iw
+        out.append(NextItem(f"revise{st.stage}", "sequential_revision", "diagnosis",
+                            "incident", iw.world, "e1", stage=st.stage, diagnosis=st.diagnosis,
+                            iw=iw, true_cause=st.fault, stale=st.stale, previous_set=prev,
+                            revised=st.revised))
+        prev = tuple(st.diagnosis.identified_set)
+    return out
+
+
+def posterior_items(rng: np.random.Generator, world_id: str) -> list[NextItem]:
+    """One provenance and one negative-evidence posterior item."""
+    prov = draw_provenance(rng, f"{world_id}p")
+    neg = draw_negative_evidence(rng, f"{world_id}n")
+    return [
+        NextItem("provenance", "provenance_source_dependence", "posterior", "provenance",
+                 prov.world, "e2", posterior=prov),
+        NextItem("negative", "negative_evidence", "posterior", "negative_evidence",
+                 neg.world, "e3", posterior=neg),
+    ]
+
+
+def next_world_id(split: str, world_seed: int) -> str:
+    """Opaque world id of a next-stage world (hash of split and seed; seed not recoverable)."""
+    h = hashlib.sha256(f"rungbench.causal.world/2|{split}|{world_seed}".encode()).hexdigest()
+    return f"x{h[:10]}"
+
+
+def _derived(world_seed: int, purpose: str) -> int:
+    h = hashlib.sha256(f"{world_seed}|{purpose}".encode()).digest()
+    return int.from_bytes(h[:8], "big")
+
+
+def world_items(world_seed: int, world_id: str) -> list[NextItem]:
+    """Every next-stage item of one world seed, in a fixed slot order."""
+    rng = np.random.default_rng(world_seed)
+    return incident_items(rng, world_id) + posterior_items(rng, world_id)
+
+
+def _rename_world(world: World, skin: Skin, shuffle: int) -> dict[str, Any]:
+    doc = world.to_json(seed=shuffle)
+    return {"schema": doc["schema"], "world_id": doc["world_id"], "variables": [
+        {**v, "name": skin.rename(v["name"]), "parents": [skin.rename(p) for p in v["parents"]]}
+        for v in doc["variables"]]}
+
+
+def repair_id(action: str, skin: Skin) -> str:
+    """Public id of a repair-menu entry (``repair:<fault>``, ``restart_service``, ...)."""
+    if action.startswith("repair:"):
+        return f"repair:{skin.rename(action.removeprefix('repair:'))}"
+    return action
+
+
+def probe_id(probe: str, skin: Skin) -> str:
+    """Public id of an experiment-menu entry (``probe:<node>`` or ``act_now``)."""
+    return probe if probe == ACT_NOW else f"probe:{skin.rename(probe)}"
+
+
+def _incident_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
+    d, iw = item.diagnosis, item.iw
+    assert d is not None and iw is not None
+    tools = tool_outputs(iw, d.evidence)
+    payload = {
+        "mechanism": _rename_world(item.world, skin, shuffle),
+        "hypotheses": [skin.rename(f) for f in iw.faults],
+        "tools": {t: skin.rename_event(v) for t, v in tools.items()},
+        "outage": {skin.rename(OUTAGE): 1},
+    }
+    if item.revised is not None:
+        payload["revision"] = {"corrected": skin.rename(item.revised),
+                               "note": "the mechanism of this node was wrong in earlier "
+                                       "stages; the mechanism shown is the corrected one"}
+    menu = [Intervention(id=repair_id(a, skin), cost=_cost(iw, a)) for a in d.actions]
+    menu += [Intervention(id=probe_id(x, skin), cost=iw.probe_cost[x]) for x in d.probes]
+    if item.item_type == "experiment":
+        question = ("Which one experiment should be run next to learn most about which fault "
+                    f"is active? Options: {', '.join(probe_id(x, skin) for x in d.eig_bits)}.")
+        fmt = "status|experiment|confidence"
+    else:
+        question = ("Which fault caused the outage? Name it (label) and choose a repair "
+                    "(action), or ask for more evidence (need_info, optionally naming an "
+                    "experiment).")
+        fmt = "status|label|action|experiment|confidence"
+    return {"evidence": Evidence2(kind="telemetry", payload=payload), "question": question,
+            "query": {"hypotheses": payload["hypotheses"]}, "menu": menu, "fmt": fmt,
+            "assumptions": INCIDENT_ASSUMPTIONS, "tools": ["logs", "metrics", "calc"]}
+
+
+def _cost(iw: IncidentWorld, action: str) -> float:
+    if action.startswith("repair:"):
+        return iw.repair_cost[action.removeprefix("repair:")]
+    return iw.restart_cost if action == "restart_service" else 0.0
+
+
+def _posterior_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
+    p = item.posterior
+    assert p is not None
+    target, evidence = skin.rename_event(p.target), skin.rename_event(p.evidence)
+    tgt = ", ".join(f"{k}={v}" for k, v in target.items())
+    ev = ", ".join(f"{k}={v}" for k, v in sorted(evidence.items()))
+    return {"evidence": Evidence2(kind="mechanism",
+                                  payload=_rename_world(p.world, skin, shuffle)),
+            "question": f"Given {ev}, what is P({tgt})?",
+            "query": {"rung": 1, "target": target, "evidence": evidence}, "menu": [],
+            "fmt": "status|value|confidence", "assumptions": POSTERIOR_ASSUMPTIONS,
+            "tools": ["calc"]}
+
+
+def _names(items: Sequence[str], skin: Skin) -> list[str]:
+    return [skin.rename(x) for x in items]
+
+
+def _incident_oracle(item: NextItem, skin: Skin) -> dict[str, Any]:
+    d, iw = item.diagnosis, item.iw
+    assert d is not None and iw is not None and item.true_cause is not None
+    ident = d.identified_set
+    desc = sorted(item.world.descendants([item.true_cause]) - {OUTAGE, item.true_cause})
+    fields: dict[str, Any] = {
+        "identifiable": len(ident) == 1, "identified_set": _names(ident, skin),
+        "true_cause": skin.rename(item.true_cause), "hypotheses": _names(iw.faults, skin),
+        "descendants": _names(desc, skin),
+        "eig_bits": {probe_id(x, skin): v for x, v in d.eig_bits.items()},
+        "experiment_loss": {probe_id(x, skin): v for x, v in d.experiment_loss.items()},
+        "discriminating": [probe_id(x, skin) for x in d.discriminating],
+        "estimand": f"identified set of P(h | e) over {list(iw.faults)}",
+    }
+    if item.item_type == "diagnosis":
+        fields["expected_loss"] = {repair_id(a, skin): v for a, v in d.expected_loss.items()}
+    if item.stale is not None:
+        fields["alt_causes"] = {"stale_mechanism": _names(item.stale.identified_set, skin)}
+    if item.previous_set is not None:
+        fields["previous_set"] = _names(item.previous_set, skin)
+    return fields
+
+
+def _posterior_oracle(item: NextItem, skin: Skin) -> dict[str, Any]:
+    p = item.posterior
+    assert p is not None
+    value = p.value
+    if p.structure == "negative_evidence" and p.evidence["cover"] and p.evidence["elapsed"]:
+        # Where the sensor covers and the delay has passed, the misreading ignores the
+        # absent alarm: the prior P(f=1) (the twin equals the truth here).
+        confused = oracle.probability(p.world, Query(1, p.target))
+    else:
+        confused = p.confused
+    return {"identifiable": True, "value": value, "alt_values": {p.label: confused},
+            "estimand": f"P({p.target}|{dict(p.evidence)})"}
+
+
+def render_next(item: NextItem, skin: Skin, *, case_id: str, twin: str, world_id: str,
+                world_seed: int, shuffle: int) -> tuple[PublicCase2, PrivateOracle2]:
+    """Render one next-stage item under ``skin`` into its public case and oracle record."""
+    parts = _incident_case(item, skin, shuffle) if item.posterior is None \
+        else _posterior_case(item, skin, shuffle)
+    episode_id = f"{world_id}-{item.episode}"
+    case = PublicCase2(
+        case_id=case_id, world_id=world_id, episode_id=f"{episode_id}{skin.name[0]}",
+        family=item.family, item_type=item.item_type,  # type: ignore[arg-type]
+        rung="observation", skin=skin.name, stage=item.stage, question=parts["question"],
+        query=parts["query"], evidence=parts["evidence"], assumptions=parts["assumptions"],
+        allowed_tools=parts["tools"], permitted_interventions=parts["menu"],
+        answer_format=parts["fmt"])
+    fields = _incident_oracle(item, skin) if item.posterior is None \
+        else _posterior_oracle(item, skin)
+    orc = PrivateOracle2(
+        case_id=case_id, world_id=world_id, episode_id=f"{episode_id}{skin.name[0]}",
+        stage=item.stage, family=item.family, structure=item.structure, skin=skin.name,
+        item_type=item.item_type, rung=1,  # type: ignore[arg-type]
+        scm_hash=digest({"world": item.world.to_json(seed=0), "seed": world_seed}),
+        seed=world_seed, cf_link=twin, **fields)
+    return case, orc
+
+
+def build_next_world(split: str, world_seed: int
+                     ) -> tuple[list[PublicCase2], list[PrivateOracle2]]:
+    """Every next-stage case of one world seed under a domain skin and the nonsense skin."""
+    world_id = next_world_id(split, world_seed)
+    items = world_items(world_seed, world_id)
+    rng = np.random.default_rng(_derived(world_seed, "next-skins"))
+    domain = DOMAIN_SKINS[int(rng.integers(len(DOMAIN_SKINS)))]
+    cases, oracles = [], []
+    skins_by_world: dict[int, tuple[Skin, Skin]] = {}
+    for slot, item in enumerate(items):
+        key = id(item.world) if item.iw is None else id(item.iw.faults)
+        if key not in skins_by_world:
+            names = _all_names(item)
+            skins_by_world[key] = (draw_skin(domain, names, rng), draw_skin("nonsense", names, rng))
+        pair = skins_by_world[key]
+        shuffle = _derived(world_seed, f"next-listing{item.episode}")
+        ids = (f"{world_id}-q{slot:02d}d", f"{world_id}-q{slot:02d}n")
+        for skin, cid, twin in ((pair[0], ids[0], ids[1]), (pair[1], ids[1], ids[0])):
+            c, o = render_next(item, skin, case_id=cid, twin=twin, world_id=world_id,
+                               world_seed=world_seed, shuffle=shuffle)
+            cases.append(c)
+            oracles.append(o)
+    return cases, oracles
+
+
+def _all_names(item: NextItem) -> list[str]:
+    return sorted(item.world.names)
+
+
+def oracle_lookup(oracles: Sequence[PrivateOracle2]) -> Mapping[str, PrivateOracle2]:
+    """Oracle records keyed by case id."""
+    return {o.case_id: o for o in oracles}
