@@ -5,7 +5,16 @@ from __future__ import annotations
 import typer
 
 from rungbench import __version__
-from rungbench.cli import causal, causal_bench, chess, chess_census, design, evidence, stats
+from rungbench.cli import (
+    causal,
+    causal_bench,
+    chess,
+    chess_census,
+    chess_evaluate,
+    design,
+    evidence,
+    stats,
+)
 from rungbench.cli._common import OneLineErrors
 from rungbench.cli.demo import demo
 from rungbench.cli.run import run
@@ -24,6 +33,7 @@ app.add_typer(stats.app, name="stats")
 causal_bench.register(causal.app)
 app.add_typer(causal.app, name="causal")
 chess_census.register(chess.app)
+chess_evaluate.register(chess.app)
 app.add_typer(chess.app, name="chess")
 app.command("run")(run)
 app.command("demo")(demo)

@@ -4,4 +4,12 @@
 positions into frozen ``submit_move`` schedules. Studies read the published label stage,
 so they may import ``chess.labels`` (read side), the ``chess`` top level and every lower
 layer; never ``chess.transcripts`` or ``causal``.
+
+The evaluator (seed 002, "The labeling engine cannot grade its own exam"): ``evaluator``
+holds the engine family table, the registered evaluators (Ethereal primary, Toga II
+secondary, Stockfish only as the labelled internal proxy), their contract (fixed depth,
+one thread, ``ucinewgame``, a timeout on every call) and identity with its reference
+signature; ``wdl_model`` the named, versioned cp → WDL logistic and its fit; ``regret``
+the pure WDL-regret and outcome-class rules; ``evaluation`` the resumable,
+content-addressed, all-or-nothing stage behind ``rungbench chess evaluate``.
 """
