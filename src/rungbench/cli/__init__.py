@@ -8,6 +8,7 @@ from rungbench import __version__
 from rungbench.cli import (
     causal,
     causal_bench,
+    causal_interop,
     chess,
     chess_census,
     chess_evaluate,
@@ -31,6 +32,7 @@ app.add_typer(evidence.app, name="evidence")
 app.add_typer(design.app, name="design")
 app.add_typer(stats.app, name="stats")
 causal_bench.register(causal.app)
+causal_interop.register(causal.app)
 app.add_typer(causal.app, name="causal")
 chess_census.register(chess.app)
 chess_evaluate.register(chess.app)

@@ -9,13 +9,16 @@ own copy of the variables the intervention changes, and the copies of one
 variable share its exogenous U_V — summing U_V out gives one joint factor over
 the copies, so the shared noise is never abducted per root separately (the
 pyAgrum XOR failure). Variables an intervention does not reach share the
-factual node.
+factual node. A world may also *borrow* a variable's node from an earlier world
+(``WorldSpec.borrow``): the nested counterfactual Y_{x1, M_{x0}} of the natural effects
+(``nested_expectation``). ``coupled_variables`` reads the same network structurally to
+say whether a query depends on anything beyond each variable's CPT.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -224,6 +227,9 @@ class WorldSpec:
     fresh_noise: bool = False
     """True: the variables this intervention reaches draw NEW noise (not shared with the
     factual world) — the resampled-noise reading of seed 003's failure taxonomy."""
+    borrow: Mapping[str, int] = field(default_factory=dict)
+    """Nested intervention: variable -> index of an EARLIER world of the same call whose
+    value of that variable this world uses (Y_{x1, M_{x0}}: M borrowed from the x0 world)."""
 
 
 class _Network:
@@ -266,32 +272,33 @@ def _network(world: World) -> _Network:
     return net
 
 
-def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
-                           given: Sequence[WorldSpec], *,
-                           memory_budget: int | None = None) -> float:
-    """P(all ``worlds`` events | all ``given`` events), on shared exogenous noise.
+Copies = dict[str, dict[str, list[str | int]]]
+"""Per variable name, its copies in a multi-world network: node name -> parent nodes."""
 
-    Builds the multi-world network: variable V gets one node per distinct
-    (world, parents) copy; a copy is shared with the factual node when no
-    intervention of that world reaches V. Only ancestors of the events are
-    built (barren nodes sum to one). Exact by variable elimination. Before any table
-    is built, the largest table is estimated; past ``memory_budget`` bytes (default
-    :data:`MEMORY_BUDGET_BYTES`) the query is refused (``world_too_large``).
-    """
-    net = _network(world)
-    specs = list(worlds) + list(given)
+
+def _build_nodes(world: World, net: _Network, specs: Sequence[WorldSpec]
+                 ) -> tuple[list[dict[str, str | int]], Copies, set[str]]:
+    """Node of every relevant variable in every world, the copies, the fresh-noise nodes."""
     relevant = world.ancestors({n for spec in specs for n in spec.event})
     node_of: list[dict[str, str | int]] = []
-    copies: dict[str, dict[str, list[str | int]]] = {}
+    copies: Copies = {}
     fresh: set[str] = set()
     for w, spec in enumerate(specs):
-        reached = net.descendants(spec.do) if spec.do else frozenset()
+        moved = {**dict(spec.do), **dict(spec.borrow)}
+        reached = net.descendants(moved) if moved else frozenset()
         nodes: dict[str, str | int] = {}
         for v in world.variables:
             if v.name not in relevant:
                 continue
             if v.name in spec.do:
                 nodes[v.name] = int(spec.do[v.name])
+                continue
+            if v.name in spec.borrow:
+                source = spec.borrow[v.name]
+                if not 0 <= source < w:
+                    raise InputError(f"world {w} borrows {v.name!r} from world {source}, "
+                                     "which is not an earlier world", field="borrow")
+                nodes[v.name] = node_of[source][v.name]
                 continue
             parents = [nodes[p] for p in v.parents]
             if v.name not in reached:
@@ -306,6 +313,24 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
             if node not in by:
                 by[node] = parents
         node_of.append(nodes)
+    return node_of, copies, fresh
+
+
+def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
+                           given: Sequence[WorldSpec], *,
+                           memory_budget: int | None = None) -> float:
+    """P(all ``worlds`` events | all ``given`` events), on shared exogenous noise.
+
+    Builds the multi-world network: variable V gets one node per distinct
+    (world, parents) copy; a copy is shared with the factual node when no
+    intervention of that world reaches V. Only ancestors of the events are
+    built (barren nodes sum to one). Exact by variable elimination. Before any table
+    is built, the largest table is estimated; past ``memory_budget`` bytes (default
+    :data:`MEMORY_BUDGET_BYTES`) the query is refused (``world_too_large``).
+    """
+    net = _network(world)
+    specs = list(worlds) + list(given)
+    node_of, copies, fresh = _build_nodes(world, net, specs)
     target: dict[str, int] = {}
     evidence: dict[str, int] = {}
     conflict = False  # the target contradicts itself or the evidence: P = 0 if P(evidence) > 0
@@ -395,3 +420,61 @@ def rung3(world: World, target: Mapping[str, int], do: Mapping[str, int],
     """P(target_do | evidence) by variable elimination on the twin network."""
     return multiworld_probability(world, [WorldSpec(do, target)], [WorldSpec({}, evidence)],
                                   memory_budget=memory_budget)
+
+
+def coupled_variables(world: World, worlds: Sequence[WorldSpec],
+                      given: Sequence[WorldSpec]) -> tuple[str, ...]:
+    """Variables whose mechanism the query reads at two or more parent settings per unit.
+
+    In the multi-world network of the query (only the nodes the target and the
+    evidence need), a variable with a single copy is read at one parent setting per
+    unit, so only its CPD P(V | parents) enters the answer. A variable with two or
+    more copies whose parents differ (after substituting the evidence) enters through
+    the JOINT law of its response across parent rows — the cross-row coupling, which
+    a CPT does not fix. Deterministic mechanisms (one response table) are never listed:
+    every coupling gives them the same single table. An empty result means the answer is
+    the same under every coupling of every CPT; a non-empty one names where it may differ
+    (conservatively: two copies whose parent nodes differ are counted as two settings).
+    """
+    net = _network(world)
+    specs = list(worlds) + list(given)
+    node_of, copies, fresh = _build_nodes(world, net, specs)
+    evidence: dict[str, int] = {}
+    target: set[str] = set()
+    for w, spec in enumerate(specs):
+        for name, value in spec.event.items():
+            at = node_of[w][name]
+            if isinstance(at, str):
+                if w < len(worlds):
+                    target.add(at)
+                else:
+                    evidence[at] = value
+    needed = _ancestral_nodes(copies, target | set(evidence))
+    out: list[str] = []
+    for name, by_node in copies.items():
+        if len(world.var(name).responses) == 1:
+            continue  # a deterministic mechanism has one response under every coupling
+        settings = {tuple(evidence.get(p, p) if isinstance(p, str) else p for p in ps)
+                    for n, ps in by_node.items() if n in needed and n not in fresh}
+        if len(settings) > 1:
+            out.append(name)
+    return tuple(v.name for v in world.variables if v.name in out)
+
+
+def nested_expectation(world: World, outer_do: Mapping[str, int], inner_do: Mapping[str, int],
+                       mediators: Sequence[str], outcome: str, *,
+                       memory_budget: int | None = None) -> float:
+    """E[Y_{outer_do, M = M_{inner_do}}] by variable elimination (Pearl 2001 natural effects).
+
+    Two worlds on shared noise: the inner world (``inner_do``) produces the mediators'
+    values, the outer world (``outer_do``) borrows them and reads the outcome.
+    """
+    return multiworld_probability(world, nested_specs(outer_do, inner_do, mediators, outcome),
+                                  [], memory_budget=memory_budget)
+
+
+def nested_specs(outer_do: Mapping[str, int], inner_do: Mapping[str, int],
+                 mediators: Sequence[str], outcome: str) -> list[WorldSpec]:
+    """The two world specs of :func:`nested_expectation` (inner world first)."""
+    return [WorldSpec(dict(inner_do), {}),
+            WorldSpec(dict(outer_do), {outcome: 1}, borrow={m: 0 for m in mediators})]

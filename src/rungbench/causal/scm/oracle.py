@@ -195,7 +195,8 @@ def mediation(world: World, x: str, mediators: tuple[str, ...], y: str, *,
               x0: int = 0, x1: int = 1) -> MediationEffects:
     """NDE and NIE by nested counterfactuals evaluated on the same exogenous state.
 
-    Enumeration only: worlds up to `enumeration.MAX_CONFIGURATIONS` configurations.
+    Enumeration only: worlds up to `enumeration.MAX_CONFIGURATIONS` configurations; for
+    larger worlds use ``estimands.nde`` / ``estimands.nie`` (variable elimination).
     """
     for name in (x, y, *mediators):
         world.var(name)

@@ -152,6 +152,23 @@ class World:
         }
 
     @classmethod
+    def from_cpts(cls, world_id: str, cpts: Sequence[Any], *,
+                  coupling: str = "comonotone") -> World:
+        """A binary Bayesian network (``cpts.Cpt`` rows of P(V=1 | parents)) as a world.
+
+        See ``rungbench.causal.scm.cpts`` for the encoding and for which quantities the
+        (unspecified) cross-row coupling leaves unchanged.
+        """
+        from rungbench.causal.scm import cpts as cpt_module
+
+        if coupling not in cpt_module.COUPLINGS:
+            raise InputError(f"unknown coupling {coupling!r}; choose one of "
+                             f"{list(cpt_module.COUPLINGS)}", field="coupling")
+        return cpt_module.world_from_cpts(world_id, cpts,
+                                          coupling="comonotone" if coupling == "comonotone"
+                                          else "independent")
+
+    @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> World:
         """Parse a `rungbench.world/1` document; InputError names the bad field."""
         if not isinstance(doc, Mapping):
