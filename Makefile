@@ -8,9 +8,13 @@ STAMP     := $(VENV)/.installed
 # the different-family evaluators (Ethereal, Toga II) of seed 002.
 ENGINES   := /usr/games/stockfish /usr/games/ethereal-chess /usr/games/toga2
 PACKAGES  := stockfish ethereal-chess toga2
+# For `make test` only (not `make demo`): Debian's PostgreSQL server, which the ledger, claim-store
+# and graph-store suites start in a temporary directory; its initdb proves it installed.
+PG_PROOF    := $(or $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb)),/usr/lib/postgresql/15/bin/initdb)
+PG_PACKAGES := postgresql
 PYTEST_ARGS ?= -n 2
 
-.PHONY: setup engines demo test lint bench clean
+.PHONY: setup engines postgres demo test lint bench clean
 
 setup: $(STAMP) engines
 
@@ -34,6 +38,9 @@ engines:
 		exit 1; \
 	fi
 
+postgres:
+	@$(MAKE) --no-print-directory engines ENGINES="$(PG_PROOF)" PACKAGES="$(PG_PACKAGES)"
+
 demo: setup
 	$(VENV)/bin/rungbench demo
 
@@ -42,7 +49,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # pytest exits 5 when it collected no test: a run that tested nothing is a failure.
-test: setup lint
+test: setup postgres lint
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc

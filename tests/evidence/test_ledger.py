@@ -1,18 +1,25 @@
-"""Ledger: hash chain, insert-only, tampering named by row, concurrent appends without loss."""
+"""Ledger: hash chain, insert-only, tampering named by row, concurrent appends without loss.
+
+Every test taking ``ledger_target`` runs twice: on an SQLite file and on a real PostgreSQL
+server (tests/evidence/conftest.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
 import multiprocessing
+import re
+import socket
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence import ledger as ledger_module
+from rungbench.evidence.database import Database, PostgresServer, connect, is_url, redact
 from rungbench.evidence.ledger import GENESIS, BadRow, Ledger, event_hash, verify_chain
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -22,24 +29,42 @@ def _clock() -> datetime:
     return T0
 
 
-def _ledger(path: Path, n: int) -> Ledger:
-    ledger = Ledger(path, clock=_clock)
+def _integrity_errors() -> tuple[type[Exception], ...]:
+    try:
+        import psycopg
+    except ImportError:
+        return (sqlite3.IntegrityError,)
+    return (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+
+INTEGRITY_ERRORS = _integrity_errors()
+"""What a refused statement raises: sqlite3's or psycopg's IntegrityError."""
+
+
+def _ledger(target: str | Path, n: int) -> Ledger:
+    ledger = Ledger(target, clock=_clock)
     for i in range(n):
         ledger.append("test.event", {"i": i, "note": f"event {i}"})
     return ledger
 
 
-def _raw(path: Path) -> sqlite3.Connection:
-    """A raw connection with the append-only triggers dropped, as a tamperer would."""
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("DROP TRIGGER ledger_events_no_update")
-    db.execute("DROP TRIGGER ledger_events_no_delete")
+def _raw(target: str) -> Database:
+    """A raw autocommit connection with the append-only triggers dropped, as a tamperer would."""
+    db = connect(target)
+    on = " ON ledger_events" if db.dialect == "postgresql" else ""
+    for verb in ("update", "delete"):
+        db.execute(f"DROP TRIGGER ledger_events_no_{verb}{on}")
     return db
 
 
-def test_first_event_hash_known_answer(tmp_path: Path) -> None:
+def _where(target: str) -> str:
+    """How messages name the ledger: the path, or the URL without its password."""
+    return re.escape(redact(target) if is_url(target) else target)
+
+
+def test_first_event_hash_known_answer(ledger_target: str) -> None:
     """Row 1 links to GENESIS and its hash is sha256 of the hand-written canonical body."""
-    with _ledger(tmp_path / "l.sqlite", 0) as ledger:
+    with _ledger(ledger_target, 0) as ledger:
         event = ledger.append("run.start", {"b": 2, "a": "x"})
     body = (
         '{"kind":"run.start","payload":{"a":"x","b":2},"prev_hash":"sha256:'
@@ -50,9 +75,9 @@ def test_first_event_hash_known_answer(tmp_path: Path) -> None:
     assert event.hash == "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
 
-def test_chain_links_and_verifies(tmp_path: Path) -> None:
+def test_chain_links_and_verifies(ledger_target: str) -> None:
     """Each row's prev_hash is the previous row's hash; the whole chain verifies."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     with _ledger(path, 5) as ledger:
         events = list(ledger.events())
         assert [e.seq for e in events] == [1, 2, 3, 4, 5]
@@ -79,20 +104,28 @@ def test_api_is_insert_only() -> None:
         "DELETE FROM ledger_events WHERE seq = 2",
     ],
 )
-def test_triggers_abort_update_and_delete(tmp_path: Path, statement: str) -> None:
-    """Raw SQL UPDATE or DELETE is aborted by the append-only triggers."""
-    path = tmp_path / "l.sqlite"
+def test_triggers_abort_update_and_delete(ledger_target: str, statement: str) -> None:
+    """Raw SQL UPDATE or DELETE is aborted by the append-only triggers on both backends."""
+    path = ledger_target
     _ledger(path, 3).close()
-    db = sqlite3.connect(path)
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with connect(path) as db, pytest.raises(INTEGRITY_ERRORS, match="append-only"):
         db.execute(statement)
-    db.close()
-    assert verify_chain(path).ok
+    report = verify_chain(path)
+    assert report.ok and report.count == 3
 
 
-def test_update_of_payload_names_the_row(tmp_path: Path) -> None:
+def test_truncate_is_refused_on_postgresql(postgres: PostgresServer) -> None:
+    """TRUNCATE (PostgreSQL's trigger-free way to empty a table) is refused by a guard too."""
+    url = postgres.create_database("truncate_refused")
+    _ledger(url, 2).close()
+    with connect(url) as db, pytest.raises(INTEGRITY_ERRORS, match="TRUNCATE refused"):
+        db.execute("TRUNCATE ledger_events")
+    assert verify_chain(url).count == 2
+
+
+def test_update_of_payload_names_the_row(ledger_target: str) -> None:
     """An UPDATE of one row's payload is caught at that row."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 6).close()
     with _raw(path) as db:
         db.execute(
@@ -104,9 +137,9 @@ def test_update_of_payload_names_the_row(tmp_path: Path) -> None:
     assert report.count == 3
 
 
-def test_update_with_recomputed_hash_breaks_next_link(tmp_path: Path) -> None:
+def test_update_with_recomputed_hash_breaks_next_link(ledger_target: str) -> None:
     """Editing a row and fixing its own hash is caught at the next row's link."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 5).close()
     with _raw(path) as db:
         seq, prev, kind, time = db.execute(
@@ -121,9 +154,9 @@ def test_update_with_recomputed_hash_breaks_next_link(tmp_path: Path) -> None:
     assert bad is not None and (bad.seq, bad.problem) == (3, "link")
 
 
-def test_delete_of_a_row_names_the_gap(tmp_path: Path) -> None:
+def test_delete_of_a_row_names_the_gap(ledger_target: str) -> None:
     """Deleting a middle row is caught at the row that follows the gap."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 6).close()
     with _raw(path) as db:
         db.execute("DELETE FROM ledger_events WHERE seq = 3")
@@ -131,9 +164,9 @@ def test_delete_of_a_row_names_the_gap(tmp_path: Path) -> None:
     assert bad is not None and (bad.seq, bad.problem) == (4, "seq_gap")
 
 
-def test_swap_of_two_rows_names_the_first(tmp_path: Path) -> None:
+def test_swap_of_two_rows_names_the_first(ledger_target: str) -> None:
     """Swapping the full contents of rows 2 and 5 (seq kept) is caught at row 2."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 6).close()
     cols = "prev_hash, hash, kind, payload, recorded_at"
     with _raw(path) as db:
@@ -147,9 +180,9 @@ def test_swap_of_two_rows_names_the_first(tmp_path: Path) -> None:
     assert bad is not None and (bad.seq, bad.problem) == (2, "hash")
 
 
-def test_swap_of_sequence_numbers_is_caught(tmp_path: Path) -> None:
+def test_swap_of_sequence_numbers_is_caught(ledger_target: str) -> None:
     """Reordering by swapping two rows' seq values is caught at the first moved row."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 5).close()
     with _raw(path) as db:
         db.execute("UPDATE ledger_events SET seq = -1 WHERE seq = 2")
@@ -159,9 +192,9 @@ def test_swap_of_sequence_numbers_is_caught(tmp_path: Path) -> None:
     assert bad is not None and bad.seq == 2
 
 
-def test_whitespace_edit_of_payload_is_caught(tmp_path: Path) -> None:
+def test_whitespace_edit_of_payload_is_caught(ledger_target: str) -> None:
     """A payload rewritten with the same meaning but other bytes is still an edit."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 3).close()
     with _raw(path) as db:
         db.execute(
@@ -171,9 +204,9 @@ def test_whitespace_edit_of_payload_is_caught(tmp_path: Path) -> None:
     assert bad is not None and (bad.seq, bad.problem) == (2, "payload")
 
 
-def test_truncated_tail_caught_only_with_anchor(tmp_path: Path) -> None:
+def test_truncated_tail_caught_only_with_anchor(ledger_target: str) -> None:
     """Deleting the last rows is caught against an anchor recorded earlier."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     with _ledger(path, 5) as ledger:
         anchor = ledger.head()
     with _raw(path) as db:
@@ -183,37 +216,37 @@ def test_truncated_tail_caught_only_with_anchor(tmp_path: Path) -> None:
     assert bad is not None and (bad.seq, bad.problem) == (4, "truncated")
 
 
-def test_anchor_allows_later_appends(tmp_path: Path) -> None:
+def test_anchor_allows_later_appends(ledger_target: str) -> None:
     """Events appended after the anchor was taken do not fail the anchor check."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     with _ledger(path, 2) as ledger:
         anchor = ledger.head()
         ledger.append("later", {})
     assert verify_chain(path, anchor=anchor).ok
 
 
-def test_require_ok_raises_integrity_error(tmp_path: Path) -> None:
+def test_require_ok_raises_integrity_error(ledger_target: str) -> None:
     """require_ok turns a bad chain into IntegrityError naming the path and row."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 3).close()
     with _raw(path) as db:
         db.execute("UPDATE ledger_events SET kind = 'other' WHERE seq = 1")
-    with pytest.raises(IntegrityError, match=r"l\.sqlite: ledger row seq 1 is bad"):
+    with pytest.raises(IntegrityError, match=rf"{_where(path)}: ledger row seq 1 is bad"):
         verify_chain(path).require_ok(str(path))
 
 
-def test_naive_clock_rejected(tmp_path: Path) -> None:
+def test_naive_clock_rejected(ledger_target: str) -> None:
     """A clock that returns a naive datetime is refused, never guessed to be UTC."""
-    with Ledger(tmp_path / "l.sqlite", clock=lambda: datetime(2026, 1, 1)) as ledger:
+    with Ledger(ledger_target, clock=lambda: datetime(2026, 1, 1)) as ledger:
         with pytest.raises(InputError, match="naive"):
             ledger.append("x", {})
         assert ledger.count() == 0
 
 
-def test_times_are_stored_in_utc(tmp_path: Path) -> None:
+def test_times_are_stored_in_utc(ledger_target: str) -> None:
     """A timezone-aware clock in another zone is recorded as the same instant in UTC."""
     tz = timezone(timedelta(hours=5))
-    with Ledger(tmp_path / "l.sqlite", clock=lambda: T0.astimezone(tz)) as ledger:
+    with Ledger(ledger_target, clock=lambda: T0.astimezone(tz)) as ledger:
         event = ledger.append("x", {})
     assert event.time == "2026-01-02T03:04:05.000000+00:00"
 
@@ -230,9 +263,37 @@ def test_bad_paths_are_input_errors(tmp_path: Path) -> None:
         Ledger(junk)
 
 
-def test_payload_must_be_canonical_json(tmp_path: Path) -> None:
+def test_bad_postgresql_targets_are_input_errors(postgres: PostgresServer) -> None:
+    """A database with no ledger table, or a server that does not answer, is an InputError
+    naming the URL without its password."""
+    empty = postgres.create_database("no_ledger_here")
+    with pytest.raises(InputError, match="no table ledger_events") as err:
+        verify_chain(empty)
+    password = urlsplit(empty).password
+    assert password and password not in str(err.value) and "***" in str(err.value)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = empty.replace(f":{postgres.port}/", f":{s.getsockname()[1]}/")
+    for attempt in (lambda: verify_chain(dead), lambda: Ledger(dead, timeout=2)):
+        with pytest.raises(InputError, match="cannot connect") as err:
+            attempt()
+        assert password not in str(err.value)
+
+
+def test_same_events_give_the_same_chain_on_both_backends(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    """With the same clock, an SQLite and a PostgreSQL ledger store byte-identical rows."""
+    url = postgres.create_database("same_chain")
+    with _ledger(tmp_path / "l.sqlite", 20) as lite, _ledger(url, 20) as pg:
+        assert (lite.dialect, pg.dialect) == ("sqlite", "postgresql")
+        assert list(lite.events()) == list(pg.events())
+        assert lite.head() == pg.head() == verify_chain(url).head
+
+
+def test_payload_must_be_canonical_json(ledger_target: str) -> None:
     """A payload with NaN is refused before anything is written."""
-    with Ledger(tmp_path / "l.sqlite") as ledger:
+    with Ledger(ledger_target) as ledger:
         with pytest.raises(InputError, match="non-finite"):
             ledger.append("x", {"v": float("nan")})
         assert ledger.count() == 0
@@ -244,11 +305,13 @@ def _append_many(path: str, tag: int, n: int) -> None:
             ledger.append("concurrent", {"writer": tag, "i": i})
 
 
-def test_two_processes_append_without_loss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_processes_append_without_loss(
+    ledger_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two spawned processes appending 1,000 events each leave 2,000 events and a valid chain."""
     # spawned children unpickle the target by module name, so they need the repo root on sys.path
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     Ledger(path).close()
     ctx = multiprocessing.get_context("spawn")
     workers = [ctx.Process(target=_append_many, args=(str(path), k, 1000)) for k in (0, 1)]
@@ -264,26 +327,26 @@ def test_two_processes_append_without_loss(tmp_path: Path, monkeypatch: pytest.M
     assert seen == sorted((k, i) for k in (0, 1) for i in range(1000))
 
 
-def _edit_payload(path: Path, seq: int) -> None:
+def _edit_payload(path: str, seq: int) -> None:
     with _raw(path) as db:
         db.execute("UPDATE ledger_events SET payload = '{\"i\":99}' WHERE seq = ?", (seq,))
 
 
 @pytest.mark.parametrize("seq", [1, 3, 5])
-def test_append_refuses_on_a_broken_chain(tmp_path: Path, seq: int) -> None:
+def test_append_refuses_on_a_broken_chain(ledger_target: str, seq: int) -> None:
     """An append to a ledger whose row SEQ was edited raises naming the file and row."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 5).close()
     _edit_payload(path, seq)
     with Ledger(path) as ledger:
-        with pytest.raises(IntegrityError, match=rf"l\.sqlite: ledger row seq {seq} is bad"):
+        with pytest.raises(IntegrityError, match=rf"{_where(path)}: ledger row seq {seq} is bad"):
             ledger.append("after", {})
         assert ledger.count() == 5
 
 
-def test_append_refuses_on_forged_rows_added_by_another_writer(tmp_path: Path) -> None:
+def test_append_refuses_on_forged_rows_added_by_another_writer(ledger_target: str) -> None:
     """A row inserted by another connection with a wrong hash stops this one's next append."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     with _ledger(path, 2) as ledger:
         ledger.append("verified", {})
         with _raw(path) as db:
@@ -295,9 +358,9 @@ def test_append_refuses_on_forged_rows_added_by_another_writer(tmp_path: Path) -
             ledger.append("after", {})
 
 
-def test_append_refuses_when_verified_rows_vanished(tmp_path: Path) -> None:
+def test_append_refuses_when_verified_rows_vanished(ledger_target: str) -> None:
     """Rows this connection verified and then lost from the end stop its next append."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     with _ledger(path, 4) as ledger:
         ledger.append("verified", {})
         with _raw(path) as db:
@@ -307,10 +370,10 @@ def test_append_refuses_when_verified_rows_vanished(tmp_path: Path) -> None:
 
 
 def test_append_checks_only_new_rows_after_the_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ledger_target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first append walks all 50 rows; the next re-checks only its known head and after."""
-    path = tmp_path / "l.sqlite"
+    path = ledger_target
     _ledger(path, 50).close()
     checked: list[int] = []
     real = ledger_module._check_row

@@ -1,4 +1,4 @@
-"""Append-only, hash-chained event ledger in SQLite.
+"""Append-only, hash-chained event ledger in SQLite (the default) or PostgreSQL.
 
 Each row carries ``seq`` (1, 2, 3, … without gaps), ``prev_hash`` (the hash of
 row ``seq - 1``; :data:`GENESIS` for row 1) and ``hash``, the digest of the
@@ -41,10 +41,15 @@ SQLite triggers abort any UPDATE or DELETE issued through SQL. Appends take
 ``BEGIN IMMEDIATE`` (one writer at a time, others wait on the busy timeout) in
 WAL mode, so several processes can append at once without losing an event.
 
-The table uses plain types (BIGINT, VARCHAR, TEXT) and runs unchanged on
-PostgreSQL; there the writer lock is ``LOCK TABLE ledger_events IN EXCLUSIVE
-MODE`` inside the transaction and the guards are a trigger function, while the
-primary key on ``seq`` alone already rejects a forked chain.
+**PostgreSQL.** A ledger target is a file path or a ``postgresql://`` URL
+(:mod:`rungbench.evidence.database`). The table (:data:`SCHEMA_SQL`, plain BIGINT,
+VARCHAR and TEXT) is the same on both; the guards are derived from the same table name
+by :func:`~rungbench.evidence.database.append_only_guards` (SQLite triggers, or a
+plpgsql trigger function with UPDATE, DELETE and TRUNCATE triggers). There an append
+is ``BEGIN`` + ``LOCK TABLE ledger_events IN EXCLUSIVE MODE`` (writers queue, readers
+do not wait), then the same tail check and insert; the primary key on ``seq`` alone
+would already reject a forked chain. Commits are durable under PostgreSQL's defaults
+(``fsync``, ``synchronous_commit = on``).
 """
 
 from __future__ import annotations
@@ -59,6 +64,16 @@ from typing import Any
 
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import canonical_bytes, digest, loads_canonical
+from rungbench.evidence.database import (
+    DB_ERRORS,
+    Database,
+    Dialect,
+    append_only_guards,
+    connect,
+    is_url,
+    redact,
+    wrap,
+)
 
 GENESIS = "sha256:" + "0" * 64
 """``prev_hash`` of the first row."""
@@ -77,12 +92,12 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 """
 """Portable DDL (SQLite and PostgreSQL)."""
 
-SQLITE_GUARDS_SQL = (
-    f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_no_update BEFORE UPDATE ON {TABLE}
-    BEGIN SELECT RAISE(ABORT, '{TABLE} is append-only: UPDATE refused'); END""",
-    f"""CREATE TRIGGER IF NOT EXISTS {TABLE}_no_delete BEFORE DELETE ON {TABLE}
-    BEGIN SELECT RAISE(ABORT, '{TABLE} is append-only: DELETE refused'); END""",
-)
+def guards_sql(dialect: Dialect) -> tuple[str, ...]:
+    """The append-only guards of the ledger table in ``dialect`` (derived, not hand-written)."""
+    return tuple(append_only_guards(TABLE, dialect))
+
+
+SQLITE_GUARDS_SQL = guards_sql("sqlite")
 """SQLite triggers that abort UPDATE and DELETE on the ledger table."""
 
 _COLUMNS = "seq, prev_hash, hash, kind, payload, recorded_at"
@@ -155,11 +170,14 @@ class ChainReport:
         return {"ok": self.ok, **asdict(self)}
 
     def require_ok(self, path: str) -> None:
-        """Raise :class:`IntegrityError` naming the first bad row unless the chain holds."""
+        """Raise :class:`IntegrityError` naming the first bad row unless the chain holds.
+
+        ``path`` is the file or URL to name (a URL's password is never shown).
+        """
         if self.first_bad is not None:
             bad = self.first_bad
             raise IntegrityError(
-                f"{path}: ledger row seq {bad.seq} is bad ({bad.problem}): {bad.detail}"
+                f"{redact(path)}: ledger row seq {bad.seq} is bad ({bad.problem}): {bad.detail}"
             )
 
 
@@ -168,39 +186,47 @@ def _utc_now() -> datetime:
 
 
 class Ledger:
-    """An append-only, hash-chained ledger in one SQLite file."""
+    """An append-only, hash-chained ledger in one SQLite file or one PostgreSQL database.
+
+    ``path`` is a file path (SQLite, created if missing) or a ``postgresql://`` URL (the
+    table and its guards are created if missing).
+    """
 
     def __init__(self, path: str | Path, *, timeout: float = 60.0, clock: Clock = _utc_now) -> None:
-        self.path = Path(path)
+        self.url: str | None = str(path) if is_url(path) else None
+        """The PostgreSQL URL, or None for an SQLite file."""
+        self.path: Path | None = Path(path) if self.url is None else None
+        """The SQLite file, or None for a URL."""
+        self.location = str(path) if self.url is None else redact(self.url)
+        """The file path or the password-free URL, as messages name it."""
         self._clock = clock
         self._verified: tuple[int, str] | None = None
-        if not self.path.parent.is_dir():
-            raise InputError("directory does not exist", path=str(self.path.parent))
-        if self.path.exists() and not self.path.is_file():
-            raise InputError("a ledger is a file, but a directory is here", path=str(self.path))
+        if self.path is not None:
+            if not self.path.parent.is_dir():
+                raise InputError("directory does not exist", path=str(self.path.parent))
+            if self.path.exists() and not self.path.is_file():
+                raise InputError("a ledger is a file, but a directory is here",
+                                 path=str(self.path))
+        self._db: Database = connect(path, timeout=timeout)  # InputError names the target
         try:
-            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise InputError(f"cannot open ledger: {exc}", path=str(self.path)) from exc
-        try:
-            self._setup(timeout)
-        except sqlite3.Error as exc:
+            self._setup()
+        except DB_ERRORS as exc:
             self._db.close()
-            raise InputError(f"not a usable ledger database: {exc}", path=str(self.path)) from exc
+            raise InputError(f"not a usable ledger database: {exc}", path=self.location) from exc
 
-    def _setup(self, timeout: float) -> None:
-        self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = FULL")
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+    @property
+    def dialect(self) -> Dialect:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.dialect
+
+    def _setup(self) -> None:
+        if self._db.dialect == "sqlite":
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+        with self._db.transaction(schema=True):
             self._db.execute(SCHEMA_SQL)
-            for statement in SQLITE_GUARDS_SQL:
+            for statement in guards_sql(self._db.dialect):
                 self._db.execute(statement)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
 
     def append(self, kind: str, payload: Any) -> Event:
         """Append one event and return it; waits for other writers, never forks the chain.
@@ -217,11 +243,11 @@ class Ledger:
         time = moment.astimezone(UTC).isoformat(timespec="microseconds")
         try:
             return self._append(kind, payload, text, time)
-        except sqlite3.Error as exc:
-            raise InputError(f"cannot append to the ledger: {exc}", path=str(self.path)) from exc
+        except DB_ERRORS as exc:
+            raise InputError(f"cannot append to the ledger: {exc}", path=self.location) from exc
 
     def _append(self, kind: str, payload: Any, text: str, time: str) -> Event:
-        self._db.execute("BEGIN IMMEDIATE")
+        self._db.begin(write=True, lock=(TABLE,))
         try:
             last, prev = self._verify_tail()
             seq = last + 1
@@ -237,9 +263,9 @@ class Ledger:
                 f"INSERT INTO {TABLE} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
                 (seq, prev, event.hash, kind, text, time),
             )
-            self._db.execute("COMMIT")
+            self._db.commit()
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._db.rollback()
             raise
         self._verified = (seq, event.hash)
         return event
@@ -250,13 +276,13 @@ class Ledger:
         Raises :class:`IntegrityError` naming the file and the first bad row.
         """
         try:
-            self._db.execute("BEGIN")
+            self._db.begin(write=False)
             try:
                 count, head = self._verify_tail()
             finally:
-                self._db.execute("ROLLBACK")
-        except sqlite3.Error as exc:
-            raise InputError(f"cannot read the ledger: {exc}", path=str(self.path)) from exc
+                self._db.rollback()
+        except DB_ERRORS as exc:
+            raise InputError(f"cannot read the ledger: {exc}", path=self.location) from exc
         return head if count else None
 
     def _verify_tail(self) -> tuple[int, str]:
@@ -264,7 +290,7 @@ class Ledger:
         the last row (0 and GENESIS when empty). Call inside a transaction."""
         if self._verified is None:
             report = walk_chain(self._db)
-            report.require_ok(str(self.path))
+            report.require_ok(self.location)
             self._verified = (report.count, report.head or GENESIS)
             return self._verified
         seq, head = self._verified
@@ -274,11 +300,11 @@ class Ledger:
         if seq > 0:
             bad = _known_row_problem(rows.fetchone(), seq, head)
             if bad is not None:
-                ChainReport(seq - 1, None, bad).require_ok(str(self.path))
+                ChainReport(seq - 1, None, bad).require_ok(self.location)
         for row in rows:
             bad = _check_row(tuple(row), seq + 1, head)
             if bad is not None:
-                ChainReport(seq, head, bad).require_ok(str(self.path))
+                ChainReport(seq, head, bad).require_ok(self.location)
             seq, head = seq + 1, str(row[2])
         self._verified = (seq, head)
         return self._verified
@@ -318,30 +344,30 @@ class Ledger:
 
 
 def verify_chain(path: str | Path, *, anchor: str | None = None) -> ChainReport:
-    """Open the ledger at ``path`` read-only and verify every row's hash and link.
+    """Open the ledger at ``path`` (a file or a ``postgresql://`` URL) read-only and verify
+    every row's hash and link.
 
     ``anchor`` is a head hash recorded earlier; the chain must still contain it,
     which catches rows deleted from the end. Raises :class:`InputError` when the
-    file is missing or not a ledger.
+    file is missing or not a ledger (for a URL: unreachable, or no ledger table).
     """
-    target = Path(path)
-    if not target.is_file():
-        raise InputError("no ledger database here", path=str(target))
+    where = redact(str(path)) if is_url(path) else str(path)
+    if not is_url(path) and not Path(path).is_file():
+        raise InputError("no ledger database here", path=where)
+    db = connect(path, readonly=True)  # InputError names the target
     try:
-        db = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise InputError(f"cannot open ledger: {exc}", path=str(target)) from exc
-    try:
+        if db.dialect == "postgresql" and TABLE not in db.tables():
+            raise InputError(f"not a ledger database: no table {TABLE}", path=where)
         return walk_chain(db, anchor=anchor)
-    except sqlite3.DatabaseError as exc:
-        raise InputError(f"not a ledger database: {exc}", path=str(target)) from exc
+    except DB_ERRORS as exc:
+        raise InputError(f"not a ledger database: {exc}", path=where) from exc
     finally:
         db.close()
 
 
-def walk_chain(db: sqlite3.Connection, *, anchor: str | None = None) -> ChainReport:
+def walk_chain(db: sqlite3.Connection | Database, *, anchor: str | None = None) -> ChainReport:
     """Verify the chain through an open connection and return what was found."""
-    rows = db.execute(f"SELECT {_COLUMNS} FROM {TABLE} ORDER BY seq")
+    rows = wrap(db).execute(f"SELECT {_COLUMNS} FROM {TABLE} ORDER BY seq")
     prev, count, seen_anchor = GENESIS, 0, anchor is None
     for row in rows:
         count += 1

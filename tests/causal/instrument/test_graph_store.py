@@ -100,3 +100,122 @@ def test_migration_that_loses_a_row_is_rolled_back(tmp_path: Path,
         migrate_legacy(conn, seed=1, sample_size=30)
     assert conn.execute("SELECT COUNT(*) FROM causal_edges").fetchone()[0] == 30
     assert [r[1] for r in conn.execute("PRAGMA table_info(causal_edges)")] == ["cause", "effect"]
+
+
+# ---------------------------------------------------------------- both backends
+# Tests taking ``store_target`` run on an SQLite file and on a real PostgreSQL server.
+
+EDGES = [Edge(f"e{i}", f"n{i}", f"n{i + 1}", "causal_claim", "+-"[i % 2],
+              None if i % 3 else "when hot", "asserted", "s1", None, None, (f"e{i + 1}",))
+         for i in (10, 2, 1, 30, 3)] + [Edge("E_upper", "n1", "n3"), Edge("e_lower", "n3", "n1")]
+
+
+def test_store_round_trips_on_both_backends(store_target: str) -> None:
+    """Edges, aliases and sources come back field for field and in code-point id order."""
+    from rungbench.causal.instrument.graph_store import SourceText
+
+    write_store(store_target, EDGES, [("Node One", "n1")],
+                [SourceText("s1", "source", "n1 raises n2")]).close()
+    store = GraphStore.open(store_target)
+    try:
+        assert store.edges() == sorted(EDGES, key=lambda e: e.edge_id)
+        assert [e.edge_id for e in store.out_edges("n1")] == ["E_upper", "e1"]
+        assert store.aliases() == {"node one": "n1"} and store.count() == len(EDGES)
+        assert store.sources() == [SourceText("s1", "source", "n1 raises n2")]
+        assert store.lookup("n10", "n11", "+", None) and not store.lookup("n10", "n11", "-",
+                                                                            None)
+        assert all(store.lookup_row(e) for e in EDGES) and store.has_node("n31")
+        assert {e.edge_id for e in store.touching("n3")} == {"e2", "e3", "E_upper", "e_lower"}
+    finally:
+        store.close()
+
+
+def test_opened_store_is_read_only_and_create_refuses_an_existing_one(
+    store_target: str,
+) -> None:
+    """open() cannot write on either backend; create() on an existing store is refused."""
+    write_store(store_target, EDGES[:2]).close()
+    with pytest.raises(InputError, match="already exists"):
+        GraphStore.create(store_target)
+    store = GraphStore.open(store_target)
+    try:
+        with pytest.raises(Exception, match=r"(?i)read.only|readonly"):
+            store.add([Edge("new", "a", "b")])
+        assert store.count() == 2
+    finally:
+        store.close()
+
+
+def test_scratch_changes_are_rolled_back(store_target: str) -> None:
+    """Rows added inside scratch() are gone afterwards, on both backends."""
+    store = write_store(store_target, EDGES[:1])
+    try:
+        with store.scratch():
+            store._sql.execute("INSERT INTO causal_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                               Edge("tmp", "x", "y").row())
+            assert store.count() == 2
+        assert store.count() == 1
+    finally:
+        store.close()
+
+
+def test_a_foreign_database_is_refused(store_target: str) -> None:
+    """A database without the typed schema is refused by name (password hidden)."""
+    from rungbench.evidence.database import connect, redact
+
+    with connect(store_target) as db:
+        db.execute("CREATE TABLE causal_edges (cause TEXT, effect TEXT)")
+        db.execute("CREATE TABLE store_meta (schema_version INTEGER NOT NULL)")
+        db.execute("INSERT INTO store_meta VALUES (1)")
+    with pytest.raises(InputError, match="schema mismatch") as err:
+        GraphStore.open(store_target)
+    assert redact(store_target) in str(err.value)
+
+
+def _legacy_at(target: str, n: int) -> None:
+    from rungbench.evidence.database import connect
+
+    with connect(target) as db:
+        db.execute(LEGACY_DDL[0])
+        db.executemany("INSERT INTO causal_edges VALUES (?, ?)",
+                       [(f"cause {i}", f"effect {i}") for i in range(n)])
+
+
+def test_migration_keeps_every_row_on_both_backends(store_target: str) -> None:
+    """The legacy migration keeps all 120 rows in insertion order on SQLite and PostgreSQL."""
+    from rungbench.evidence.database import connect
+
+    _legacy_at(store_target, 120)
+    with connect(store_target) as db:
+        report = migrate_legacy(db, seed=3)
+    assert report.rows_before == report.rows_after == 120 and report.diffs == ()
+    store = GraphStore.open(store_target)
+    try:
+        edges = store.edges()
+        assert [(e.edge_id, e.cause) for e in edges[:2]] == [("legacy-000001", "cause 0"),
+                                                              ("legacy-000002", "cause 1")]
+        assert len(edges) == 120 and {e.status for e in edges} == {"inferred"}
+    finally:
+        store.close()
+
+
+def test_lossy_migration_is_rolled_back_on_both_backends(
+    store_target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A migration that corrupts a row raises and leaves the legacy table as it was."""
+    from rungbench.evidence.database import connect
+
+    _legacy_at(store_target, 25)
+    original = Edge.row
+
+    def lossy(self: Edge) -> tuple[str | None, ...]:
+        row = original(self)
+        return row if self.edge_id != "legacy-000004" else (row[0], "corrupted", *row[2:])
+
+    monkeypatch.setattr(Edge, "row", lossy)
+    with connect(store_target) as db:
+        with pytest.raises(IntegrityError, match=r"sample diffs"):
+            migrate_legacy(db, seed=1, sample_size=25)
+        assert db.columns("causal_edges") == ("cause", "effect")
+        assert db.execute("SELECT COUNT(*) FROM causal_edges").fetchone()[0] == 25
+        assert "store_meta" not in db.tables()

@@ -27,11 +27,24 @@ reordered (its ``prev_hash`` is the hash of a row other than its predecessor). A
 ``evidence/ledger.py``, a keyless chain cannot see a truncated or wholly recomputed tail;
 the anchor is the head the logger acknowledges to clients (``heads`` argument).
 
-**DDL.** Plain types only (TEXT, INTEGER, DOUBLE PRECISION) and no SQLite-only syntax in
-:data:`TABLE_DDL`, so the same statements create the tables on PostgreSQL (checked by
-``tests/causal/instrument/test_claims.py`` against a temporary PostgreSQL 15 server). The
-SQLite-only triggers that refuse UPDATE and DELETE inside the file are kept apart in
-:func:`sqlite_guard_ddl`.
+**DDL and backends.** Plain types only (TEXT, BIGINT, DOUBLE PRECISION) and no SQLite-only
+syntax in :data:`TABLE_DDL`, so the same statements create the tables on SQLite and on
+PostgreSQL. Integers are BIGINT because events carry integers up to 2**53 (PostgreSQL's
+INTEGER stops at 2**31 − 1; SQLite gives BIGINT the same integer affinity as INTEGER).
+The guards refusing UPDATE and DELETE are derived per dialect from the table name by
+:func:`rungbench.evidence.database.append_only_guards` (SQLite triggers; a plpgsql trigger
+function with UPDATE, DELETE and TRUNCATE triggers on PostgreSQL). Every function here
+takes an ``sqlite3.Connection`` or a :class:`~rungbench.evidence.database.Database` (an
+SQLite file or a ``postgresql://`` URL opened by :func:`open_target`), and
+:func:`verify_store` / :func:`production_unchanged` take a path or a URL. Stored values of
+DOUBLE PRECISION columns are hashed as floats (an integer ``cost_usd`` of 0 is stored and
+hashed as 0.0), since both backends hand them back as floats.
+
+**Several writers.** :class:`Appender` keeps each chain's head in memory for a single writer
+(the logger). :meth:`Appender.transaction` is for more than one: it takes the writer lock
+(``BEGIN IMMEDIATE`` on SQLite; ``LOCK TABLE`` of every chained table ``IN EXCLUSIVE MODE``
+on PostgreSQL), re-reads the heads, and commits, so appends from several processes at once
+keep every chain valid.
 """
 
 from __future__ import annotations
@@ -49,6 +62,16 @@ from typing import Any, Literal
 
 from rungbench.errors import IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import canonical_bytes
+from rungbench.evidence.database import (
+    DB_ERRORS,
+    Database,
+    Dialect,
+    append_only_guards,
+    connect,
+    is_url,
+    redact,
+    wrap,
+)
 
 SCHEMA_VERSION = "rungbench.claims/1"
 """Version of the tables, events and hash rule; bump it with any change to them."""
@@ -59,36 +82,39 @@ GENESIS = "sha256:" + "0" * 64
 CHAIN_COLUMNS = ("log_seq", "logged_t", "event", "peer_uid", "prev_hash", "hash")
 """Columns the logger adds to every row (never sent by a client)."""
 
-ColumnType = Literal["TEXT", "INTEGER", "DOUBLE PRECISION"]
+ColumnType = Literal["TEXT", "BIGINT", "DOUBLE PRECISION"]
+
+Connection = sqlite3.Connection | Database
+"""A raw SQLite connection or a backend-neutral :class:`Database`."""
 
 TABLES: dict[str, tuple[tuple[str, ColumnType], ...]] = {
     "causal_opportunity": (
-        ("episode_id", "TEXT"), ("seq", "INTEGER"), ("t", "TEXT"),
+        ("episode_id", "TEXT"), ("seq", "BIGINT"), ("t", "TEXT"),
         ("detector_version", "TEXT"), ("kind", "TEXT"), ("text_span_hash", "TEXT"),
         ("routed_to", "TEXT")),
     "causal_claim": (
-        ("claim_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "INTEGER"), ("t", "TEXT"),
+        ("claim_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "BIGINT"), ("t", "TEXT"),
         ("author", "TEXT"), ("rung", "TEXT"), ("cause", "TEXT"), ("effect", "TEXT"),
         ("polarity", "TEXT"), ("condition", "TEXT"), ("confidence", "DOUBLE PRECISION"),
         ("status", "TEXT"), ("evidence_ids", "TEXT"), ("competing_ids", "TEXT")),
     "causal_tool_call": (
-        ("episode_id", "TEXT"), ("seq", "INTEGER"), ("tool", "TEXT"), ("args_hash", "TEXT"),
-        ("result_hash", "TEXT"), ("returned_edges", "INTEGER"), ("latency_ms", "INTEGER"),
+        ("episode_id", "TEXT"), ("seq", "BIGINT"), ("tool", "TEXT"), ("args_hash", "TEXT"),
+        ("result_hash", "TEXT"), ("returned_edges", "BIGINT"), ("latency_ms", "BIGINT"),
         ("cost_usd", "DOUBLE PRECISION")),
     "experiment": (
-        ("exp_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "INTEGER"),
-        ("proposed_seq", "INTEGER"), ("executed_seq", "INTEGER"), ("discriminates", "TEXT"),
+        ("exp_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "BIGINT"),
+        ("proposed_seq", "BIGINT"), ("executed_seq", "BIGINT"), ("discriminates", "TEXT"),
         ("predicted", "TEXT"), ("observed", "TEXT"), ("cost", "DOUBLE PRECISION")),
     "intervention_prediction": (
-        ("pred_id", "TEXT"), ("claim_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "INTEGER"),
+        ("pred_id", "TEXT"), ("claim_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "BIGINT"),
         ("action", "TEXT"), ("predicted_effect", "TEXT"), ("p", "DOUBLE PRECISION"),
-        ("executed", "INTEGER"), ("observed_effect", "TEXT"), ("resolved_t", "TEXT"),
+        ("executed", "BIGINT"), ("observed_effect", "TEXT"), ("resolved_t", "TEXT"),
         ("resolver", "TEXT")),
     "graph_write": (
-        ("episode_id", "TEXT"), ("seq", "INTEGER"), ("op", "TEXT"), ("cause", "TEXT"),
+        ("episode_id", "TEXT"), ("seq", "BIGINT"), ("op", "TEXT"), ("cause", "TEXT"),
         ("effect", "TEXT"), ("provenance", "TEXT"), ("source_claim_id", "TEXT")),
     "model_revision": (
-        ("rev_id", "TEXT"), ("claim_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "INTEGER"),
+        ("rev_id", "TEXT"), ("claim_id", "TEXT"), ("episode_id", "TEXT"), ("seq", "BIGINT"),
         ("old_status", "TEXT"), ("new_status", "TEXT"), ("trigger_evidence_id", "TEXT")),
 }
 """Seed columns of each table (plus ``episode_id``/``seq`` where the seed lacks them)."""
@@ -117,8 +143,8 @@ def table_ddl(table: str) -> str:
     """``CREATE TABLE`` for ``table``: plain types, valid on SQLite and PostgreSQL."""
     cols = [f"{name} {kind}" + (" PRIMARY KEY" if PRIMARY_KEYS.get(table) == name else "")
             for name, kind in TABLES[table]]
-    cols += ["log_seq INTEGER NOT NULL UNIQUE", "logged_t TEXT NOT NULL",
-             "event TEXT NOT NULL", "peer_uid INTEGER", "prev_hash TEXT NOT NULL",
+    cols += ["log_seq BIGINT NOT NULL UNIQUE", "logged_t TEXT NOT NULL",
+             "event TEXT NOT NULL", "peer_uid BIGINT", "prev_hash TEXT NOT NULL",
              "hash TEXT NOT NULL"]
     return f"CREATE TABLE {table} (\n  " + ",\n  ".join(cols) + "\n)"
 
@@ -137,46 +163,93 @@ TABLE_DDL: tuple[str, ...] = tuple(
 """Every statement that creates the store; each is valid SQLite and PostgreSQL."""
 
 
-def sqlite_guard_ddl(table: str) -> list[str]:
-    """SQLite triggers refusing UPDATE and DELETE on ``table`` (defence in depth only).
+def guard_ddl(table: str, dialect: Dialect) -> list[str]:
+    """The guards refusing UPDATE and DELETE on ``table`` in ``dialect`` (defence in depth).
 
-    Whoever holds the file can drop them; the chain is what finds such an edit.
+    Whoever owns the table can drop them; the chain is what finds such an edit.
     """
-    return [f"CREATE TRIGGER {table}_no_{verb.lower()} BEFORE {verb} ON {table} "
-            f"BEGIN SELECT RAISE(ABORT, 'append-only: {verb} refused'); END"
-            for verb in ("UPDATE", "DELETE")]
+    return append_only_guards(table, dialect)
 
 
-def create_store(db: sqlite3.Connection) -> None:
-    """Create the tables, indexes and guards in an empty SQLite database."""
-    existing = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+def sqlite_guard_ddl(table: str) -> list[str]:
+    """SQLite triggers refusing UPDATE and DELETE on ``table`` (:func:`guard_ddl`)."""
+    return guard_ddl(table, "sqlite")
+
+
+STORE_META_DDL = "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+"""The schema-version table (portable SQL)."""
+
+
+def create_store(db: Connection) -> None:
+    """Create the tables, indexes and guards in an empty database (SQLite or PostgreSQL)."""
+    sql = wrap(db)
+    if isinstance(db, sqlite3.Connection):
+        if _missing_tables(sql) is None:
+            return
+        with db:
+            _create(sql)
+        return
+    with sql.transaction(schema=True):
+        _create(sql)
+
+
+def _missing_tables(sql: Database) -> list[str] | None:
+    """None when every chained table exists; the full list when none does; else refuse."""
+    existing = sql.tables()
     missing = [t for t in TABLE_NAMES if t not in existing]
     if not missing:
-        return
+        return None
     if len(missing) != len(TABLE_NAMES):
         raise IntegrityError(f"claim store is partial: tables {missing} are missing")
-    with db:
-        for stmt in TABLE_DDL:
-            db.execute(stmt)
-        for t in TABLE_NAMES:
-            for stmt in sqlite_guard_ddl(t):
-                db.execute(stmt)
-        db.execute("CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        db.execute("INSERT INTO store_meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+    return missing
 
 
-def check_schema(db: sqlite3.Connection, path: str) -> None:
-    """Refuse a file that is not a claim store of this schema version (IntegrityError)."""
-    try:
-        row = db.execute("SELECT value FROM store_meta WHERE key='schema'").fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise IntegrityError(f"{path}: not a claim store ({exc})") from exc
-    if row is None or row[0] != SCHEMA_VERSION:
-        raise IntegrityError(f"{path}: schema {row and row[0]!r}, expected {SCHEMA_VERSION!r}")
+def _create(sql: Database) -> None:
+    if _missing_tables(sql) is None:  # another process created it while we waited
+        return
+    for stmt in TABLE_DDL:
+        sql.execute(stmt)
     for t in TABLE_NAMES:
-        cols = tuple(r[1] for r in db.execute(f"PRAGMA table_info({t})"))
+        for stmt in guard_ddl(t, sql.dialect):
+            sql.execute(stmt)
+    sql.execute(STORE_META_DDL)
+    sql.execute("INSERT INTO store_meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+
+
+def open_target(target: str | Path, *, readonly: bool = False, create: bool = False,
+                timeout: float = 30.0) -> Database:
+    """Open a claim store at a file path or a ``postgresql://`` URL and check its schema.
+
+    ``create``: create the tables first when the database has none (never half a store).
+    A missing file is an IntegrityError unless ``create``; a reader never creates anything.
+    """
+    if not is_url(target) and not create and not Path(target).is_file():
+        raise IntegrityError(f"{target}: no claim store at this path")
+    db = connect(target, readonly=readonly, timeout=timeout)
+    try:
+        if create:
+            create_store(db)
+        check_schema(db, db.where)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def check_schema(db: Connection, path: str) -> None:
+    """Refuse a database that is not a claim store of this schema version (IntegrityError)."""
+    sql = wrap(db)
+    where = redact(path)
+    try:
+        row = sql.execute("SELECT value FROM store_meta WHERE key='schema'").fetchone()
+    except DB_ERRORS as exc:
+        raise IntegrityError(f"{where}: not a claim store ({exc})") from exc
+    if row is None or row[0] != SCHEMA_VERSION:
+        raise IntegrityError(f"{where}: schema {row and row[0]!r}, expected {SCHEMA_VERSION!r}")
+    for t in TABLE_NAMES:
+        cols = sql.columns(t)
         if cols != column_names(t):
-            raise IntegrityError(f"{path}: table {t} has columns {cols}")
+            raise IntegrityError(f"{where}: table {t} has columns {cols}")
 
 
 # ---------------------------------------------------------------- events and validation
@@ -379,15 +452,37 @@ class Receipt:
         return {"table": self.table, "log_seq": self.log_seq, "hash": self.hash}
 
 
-class Appender:
-    """Appends validated events to a SQLite store, extending each table's chain.
+_FLOAT_COLUMNS = {t: frozenset(c for c, kind in cols if kind == "DOUBLE PRECISION")
+                  for t, cols in TABLES.items()}
 
-    Holds each table's head in memory; the caller serialises calls and commits.
+
+class Appender:
+    """Appends validated events to a store (SQLite or PostgreSQL), extending each table's chain.
+
+    Holds each table's head in memory; the caller serialises calls and commits, or uses
+    :meth:`transaction`, which takes the writer lock and re-reads the heads.
     """
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: Connection) -> None:
         self.db = db
+        self._sql = wrap(db)
         self.heads: dict[str, tuple[int, str]] = {t: head(db, t) for t in TABLE_NAMES}
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Appender]:
+        """One write transaction holding the writer lock; heads re-read first, committed on
+        success, rolled back (and heads re-read) on any exception."""
+        self._sql.begin(write=True, lock=TABLE_NAMES)
+        try:
+            self.reload()
+            yield self
+            self._sql.commit()
+        except BaseException:
+            with contextlib.suppress(*DB_ERRORS):
+                self._sql.rollback()
+            with contextlib.suppress(*DB_ERRORS):
+                self.reload()
+            raise
 
     def append(self, event_type: str, values: Mapping[str, Any], logged_t: str,
                peer_uid: int | None = None) -> Receipt:
@@ -395,12 +490,14 @@ class Appender:
         spec = EVENTS[event_type]
         self._check_keys(event_type, spec, values)
         n, prev = self.heads[spec.table]
-        row: dict[str, Any] = {c: values.get(c) for c, _ in TABLES[spec.table]}
+        floats = _FLOAT_COLUMNS[spec.table]
+        row: dict[str, Any] = {c: float(values[c]) if c in floats and values.get(c) is not None
+                               else values.get(c) for c, _ in TABLES[spec.table]}
         row.update(log_seq=n + 1, logged_t=logged_t, event=event_type, peer_uid=peer_uid,
                    prev_hash=prev)
         row["hash"] = row_hash(spec.table, row)
         cols = column_names(spec.table)
-        self.db.execute(f"INSERT INTO {spec.table} ({', '.join(cols)}) VALUES "
+        self._sql.execute(f"INSERT INTO {spec.table} ({', '.join(cols)}) VALUES "
                         f"({', '.join('?' for _ in cols)})", [row[c] for c in cols])
         self.heads[spec.table] = (n + 1, row["hash"])
         return Receipt(spec.table, n + 1, row["hash"])
@@ -412,7 +509,7 @@ class Appender:
     def _check_keys(self, event_type: str, spec: EventSpec, values: Mapping[str, Any]) -> None:
         if spec.unique:
             where = " AND ".join(f"{k} = ?" for k in spec.unique)
-            hit = self.db.execute(
+            hit = self._sql.execute(
                 f"SELECT 1 FROM {spec.table} WHERE event = ? AND {where} LIMIT 1",
                 [event_type, *(values[k] for k in spec.unique)]).fetchone()
             if hit is not None:
@@ -421,7 +518,7 @@ class Appender:
                               spec.unique[0])
         for name, other, other_field in spec.refers:
             table = EVENTS[other].table
-            hit = self.db.execute(
+            hit = self._sql.execute(
                 f"SELECT 1 FROM {table} WHERE event = ? AND {other_field} = ? LIMIT 1",
                 (other, values[name])).fetchone()
             if hit is None:
@@ -429,16 +526,17 @@ class Appender:
                               f"{values[name]!r}", name)
 
 
-def head(db: sqlite3.Connection, table: str) -> tuple[int, str]:
+def head(db: Connection, table: str) -> tuple[int, str]:
     """(row count, last hash) of ``table``'s chain; (0, GENESIS) when empty."""
-    row = db.execute(f"SELECT log_seq, hash FROM {table} ORDER BY log_seq DESC LIMIT 1"
+    row = wrap(db).execute(f"SELECT log_seq, hash FROM {table} ORDER BY log_seq DESC LIMIT 1"
                      ).fetchone()
     return (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
 
 
-def row_counts(db: sqlite3.Connection) -> dict[str, int]:
+def row_counts(db: Connection) -> dict[str, int]:
     """Rows per table (the test-isolation gate compares these before and after a run)."""
-    return {t: int(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in TABLE_NAMES}
+    sql = wrap(db)
+    return {t: int(sql.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in TABLE_NAMES}
 
 
 def require_unchanged(before: Mapping[str, int], after: Mapping[str, int]) -> None:
@@ -458,18 +556,16 @@ def production_unchanged(production_db: str | Path) -> Iterator[dict[str, int]]:
     namespace; "a pre-run and post-run row count on production memory tables must match
     exactly; any difference fails the run" (Refusal ``production_rows_changed``).
     """
-    db = open_readonly(production_db)
+    yield (before := _counts_at(production_db))
+    require_unchanged(before, _counts_at(production_db))
+
+
+def _counts_at(target: str | Path) -> dict[str, int]:
+    db = open_target(target, readonly=True)
     try:
-        before = row_counts(db)
+        return row_counts(db)
     finally:
         db.close()
-    yield before
-    db = open_readonly(production_db)
-    try:
-        after = row_counts(db)
-    finally:
-        db.close()
-    require_unchanged(before, after)
 
 
 # ---------------------------------------------------------------- chain verification
@@ -532,12 +628,12 @@ def _key(table: str, row: Mapping[str, Any]) -> str:
     return f"episode_id={row.get('episode_id')!r} seq={row.get('seq')!r}"
 
 
-def verify_table(db: sqlite3.Connection, table: str,
+def verify_table(db: Connection, table: str,
                  anchor: tuple[int, str] | None = None) -> tuple[list[ChainProblem], int, str]:
     """Walk ``table``'s chain; return its problems, row count and last hash."""
     cols = column_names(table)
     rows = [dict(zip(cols, r, strict=True))
-            for r in db.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY log_seq")]
+            for r in wrap(db).execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY log_seq")]
     stored = {r["hash"]: r["log_seq"] for r in rows}
     problems: list[ChainProblem] = []
     expected, prev = 1, GENESIS
@@ -573,7 +669,7 @@ def verify_table(db: sqlite3.Connection, table: str,
     return problems, n, prev
 
 
-def verify_connection(db: sqlite3.Connection, path: str,
+def verify_connection(db: Connection, path: str,
                       anchors: Mapping[str, tuple[int, str]] | None = None) -> StoreReport:
     """Verify every table's chain through an open connection."""
     check_schema(db, path)
@@ -583,7 +679,7 @@ def verify_connection(db: sqlite3.Connection, path: str,
     for t in TABLE_NAMES:
         found, rows[t], heads[t] = verify_table(db, t, (anchors or {}).get(t))
         problems.extend(found)
-    return StoreReport(path, rows, heads, tuple(problems))
+    return StoreReport(redact(path), rows, heads, tuple(problems))
 
 
 def open_readonly(path: str | Path) -> sqlite3.Connection:
@@ -596,10 +692,17 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
 
 def verify_store(path: str | Path,
                  anchors: Mapping[str, tuple[int, str]] | None = None) -> StoreReport:
-    """Verify every chain of the store at ``path`` (``anchors``: acknowledged heads)."""
-    db = open_readonly(path)
+    """Verify every chain of the store at ``path``, a file or a ``postgresql://`` URL
+    (``anchors``: acknowledged heads)."""
+    if not is_url(path):
+        lite = open_readonly(path)
+        try:
+            return verify_connection(lite, str(path), anchors)
+        finally:
+            lite.close()
+    db = connect(path, readonly=True)
     try:
-        return verify_connection(db, str(path), anchors)
+        return verify_connection(db, db.where, anchors)
     finally:
         db.close()
 

@@ -1,4 +1,4 @@
-"""The typed causal graph store of seed 003 (proposal P5), on SQLite through the stdlib.
+"""The typed causal graph store of seed 003 (proposal P5), on SQLite (default) or PostgreSQL.
 
 Tables (:data:`DDL`):
 
@@ -20,6 +20,16 @@ throw-away PostgreSQL 15 server (``initdb`` + ``pg_ctl`` + ``psql``):
 ``tests/causal/instrument/test_graph_store.py::test_ddl_runs_on_postgresql`` does it
 whenever the PostgreSQL binaries are installed.
 
+**PostgreSQL.** :meth:`GraphStore.create`, :meth:`GraphStore.open`, :func:`write_store` and
+:func:`migrate_legacy` also take a ``postgresql://`` URL (or an open
+:class:`~rungbench.evidence.database.Database`): the store is the database's tables, made
+by the same :data:`DDL`. ``open`` is a read-only session (``default_transaction_read_only``),
+as a file store is opened ``mode=ro``. Row order never depends on the server's collation:
+lists ordered by a text key are sorted in Python (code-point order, which is SQLite's
+``BINARY`` order), so both backends return the same lists. On PostgreSQL the legacy table's
+row order is its physical order (``ctid``), which is insertion order for a table that was
+only ever inserted into; SQLite's is ``rowid``.
+
 **Migration.** :func:`migrate_legacy` turns the untyped production table
 (``causal_edges(cause, effect)``, :data:`LEGACY_DDL`) into the typed one; it counts rows
 before and after and compares a seeded sample of rows field by field, and raises
@@ -38,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from rungbench.errors import InputError, IntegrityError
+from rungbench.evidence.database import DB_ERRORS, Database, connect, is_url, redact, wrap
 
 SCHEMA_VERSION = 1
 RELATION_KINDS = ("causal_claim", "correlation", "dependency", "chronology", "part_of", "other")
@@ -143,44 +154,64 @@ def _edge(row: Sequence[object]) -> Edge:
 
 
 class GraphStore:
-    """A typed graph store on one SQLite connection (a file or ``:memory:``)."""
+    """A typed graph store on one connection: an SQLite file or ``:memory:`` (``conn`` a
+    ``sqlite3.Connection``), or a PostgreSQL database (``conn`` a ``Database``)."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+    def __init__(self, conn: sqlite3.Connection | Database, path: str) -> None:
         self.conn = conn
-        self.path = path
+        self.path = redact(path)
+        self._sql = wrap(conn)
         self._aliases: dict[str, str] | None = None
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._sql.dialect
 
     @classmethod
     def create(cls, path: str | Path) -> GraphStore:
-        """Create a new store (the file must not exist) with the typed schema."""
+        """Create a new store (the file must not exist; a database must hold no store)."""
         where = str(path)
+        if is_url(where):
+            db = connect(where)
+            try:
+                with db.transaction(schema=True):
+                    if "causal_edges" in db.tables():
+                        raise InputError("graph store already exists", path=db.where)
+                    _create_schema(db)
+            except BaseException:
+                db.close()
+                raise
+            return cls(db, where)
         if where != ":memory:" and Path(where).exists():
             raise InputError("graph store already exists", path=where)
         conn = sqlite3.connect(where, check_same_thread=False)
         with conn:
-            for statement in DDL:
-                conn.execute(statement)
-            conn.execute("INSERT INTO store_meta (schema_version) VALUES (?)", (SCHEMA_VERSION,))
+            _create_schema(wrap(conn))
         return cls(conn, where)
 
     @classmethod
     def open(cls, path: str | Path) -> GraphStore:
         """Open an existing store read-only, verifying its schema; InputError otherwise."""
         where = str(path)
-        if not Path(where).is_file():
+        if is_url(where):
+            db = connect(where, readonly=True)
+        elif not Path(where).is_file():
             raise InputError("no graph store at this path", path=where)
-        conn = sqlite3.connect(f"file:{where}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            db = wrap(sqlite3.connect(f"file:{where}?mode=ro", uri=True,
+                                      check_same_thread=False))
         try:
-            columns = tuple(r[1] for r in conn.execute("PRAGMA table_info(causal_edges)"))
-            version = conn.execute("SELECT schema_version FROM store_meta").fetchone()
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise InputError(f"not a typed graph store ({exc})", path=where) from exc
+            columns = db.columns("causal_edges")
+            version = db.execute("SELECT schema_version FROM store_meta").fetchone()
+        except DB_ERRORS as exc:
+            db.raw.close()
+            raise InputError(f"not a typed graph store ({exc})", path=redact(where)) from exc
         if columns != EDGE_COLUMNS or version is None or version[0] != SCHEMA_VERSION:
-            conn.close()
+            db.raw.close()
             raise InputError(f"schema mismatch: columns {columns}, version {version}",
-                             path=where, field="causal_edges")
-        return cls(conn, where)
+                             path=redact(where), field="causal_edges")
+        return cls(db if db.dialect == "postgresql" else db.raw, where)
 
     def close(self) -> None:
         """Close the connection."""
@@ -190,57 +221,67 @@ class GraphStore:
             sources: Iterable[SourceText] = ()) -> None:
         """Insert edges, ``(alias, node)`` pairs and source texts in one transaction."""
         marks = ", ".join("?" * len(EDGE_COLUMNS))
-        with self.conn:
-            self.conn.executemany(f"INSERT INTO causal_edges VALUES ({marks})",
+        with self._atomic():
+            self._sql.executemany(f"INSERT INTO causal_edges VALUES ({marks})",
                                   [e.row() for e in edges])
-            self.conn.executemany("INSERT INTO node_alias VALUES (?, ?)",
+            self._sql.executemany("INSERT INTO node_alias VALUES (?, ?)",
                                   [(normalize(a), n) for a, n in aliases])
-            self.conn.executemany("INSERT INTO source_text VALUES (?, ?, ?)",
+            self._sql.executemany("INSERT INTO source_text VALUES (?, ?, ?)",
                                   [(s.source_id, s.kind, s.body) for s in sources])
         self._aliases = None
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        if isinstance(self.conn, sqlite3.Connection):
+            with self.conn:
+                yield
+        else:
+            with self.conn.transaction():
+                yield
 
     def edges(self) -> list[Edge]:
         """Every edge, ordered by ``edge_id``."""
         sql = f"SELECT {', '.join(EDGE_COLUMNS)} FROM causal_edges ORDER BY edge_id"
-        return [_edge(r) for r in self.conn.execute(sql)]
+        return _by_id([_edge(r) for r in self._sql.execute(sql)])
 
     def sources(self) -> list[SourceText]:
         """Every declared text, ordered by id."""
-        rows = self.conn.execute("SELECT source_id, kind, body FROM source_text ORDER BY 1")
-        return [SourceText(str(a), str(b), str(c)) for a, b, c in rows]
+        rows = self._sql.execute("SELECT source_id, kind, body FROM source_text ORDER BY 1")
+        return sorted((SourceText(str(a), str(b), str(c)) for a, b, c in rows),
+                      key=lambda s: s.source_id)
 
     def aliases(self) -> dict[str, str]:
         """The alias table: normalized alias → canonical node (read once per connection)."""
         if self._aliases is None:
-            rows = self.conn.execute("SELECT alias, node FROM node_alias")
+            rows = self._sql.execute("SELECT alias, node FROM node_alias")
             self._aliases = {str(a): str(n) for a, n in rows}
         return dict(self._aliases)
 
     def count(self) -> int:
         """Number of edges."""
-        return int(self.conn.execute("SELECT COUNT(*) FROM causal_edges").fetchone()[0])
+        return int(self._sql.execute("SELECT COUNT(*) FROM causal_edges").fetchone()[0])
 
     def touching(self, node: str) -> list[Edge]:
         """Edges with ``node`` as cause or effect (exact string)."""
         sql = (f"SELECT {', '.join(EDGE_COLUMNS)} FROM causal_edges WHERE cause = ? "
                "UNION SELECT " + ", ".join(EDGE_COLUMNS) + " FROM causal_edges WHERE effect = ?")
-        return [_edge(r) for r in self.conn.execute(sql, (node, node))]
+        return [_edge(r) for r in self._sql.execute(sql, (node, node))]
 
     def out_edges(self, node: str) -> list[Edge]:
         """Edges whose cause is ``node``, ordered by ``edge_id``."""
         sql = f"SELECT {', '.join(EDGE_COLUMNS)} FROM causal_edges WHERE cause = ? ORDER BY 1"
-        return [_edge(r) for r in self.conn.execute(sql, (node,))]
+        return _by_id([_edge(r) for r in self._sql.execute(sql, (node,))])
 
     def in_edges(self, node: str) -> list[Edge]:
         """Edges whose effect is ``node``, ordered by ``edge_id``."""
         sql = f"SELECT {', '.join(EDGE_COLUMNS)} FROM causal_edges WHERE effect = ? ORDER BY 1"
-        return [_edge(r) for r in self.conn.execute(sql, (node,))]
+        return _by_id([_edge(r) for r in self._sql.execute(sql, (node,))])
 
     def has_node(self, node: str) -> bool:
         """Whether any edge names ``node`` (exact string)."""
         sql = ("SELECT 1 FROM causal_edges WHERE cause = ? UNION ALL "
                "SELECT 1 FROM causal_edges WHERE effect = ? LIMIT 1")
-        return self.conn.execute(sql, (node, node)).fetchone() is not None
+        return self._sql.execute(sql, (node, node)).fetchone() is not None
 
     def lookup(self, cause: str, effect: str, polarity: str, condition: str | None) -> bool:
         """Stage 1 of the control matrix: direct SQL for one exact typed causal edge."""
@@ -249,25 +290,48 @@ class GraphStore:
                + ("condition IS NULL" if condition is None else "condition = ?"))
         args: tuple[str, ...] = (cause, effect, polarity) + (() if condition is None
                                                              else (condition,))
-        return int(self.conn.execute(sql, args).fetchone()[0]) > 0
+        return int(self._sql.execute(sql, args).fetchone()[0]) > 0
 
     def lookup_row(self, edge: Edge) -> bool:
         """Stage 1 of the control matrix: direct SQL for one exact row (every field)."""
         sql = ("SELECT cause, effect, relation_kind, polarity, condition FROM causal_edges "
                "WHERE edge_id = ?")
-        got = self.conn.execute(sql, (edge.edge_id,)).fetchone()
+        got = self._sql.execute(sql, (edge.edge_id,)).fetchone()
         return got is not None and tuple(got) == (edge.cause, edge.effect, edge.relation_kind,
                                                   edge.polarity, edge.condition)
 
     @contextmanager
     def scratch(self) -> Iterator[GraphStore]:
-        """A savepoint: changes made inside are rolled back on exit (scratch copies)."""
-        self.conn.execute("SAVEPOINT scratch")
+        """A savepoint: changes made inside are rolled back on exit (scratch copies).
+
+        On PostgreSQL (where a savepoint needs a transaction) it is a transaction that is
+        always rolled back.
+        """
+        if self._sql.dialect == "postgresql":
+            self._sql.begin(write=False)
+            try:
+                yield self
+            finally:
+                self._sql.rollback()
+                self._aliases = None
+            return
+        self._sql.execute("SAVEPOINT scratch")
         try:
             yield self
         finally:
-            self.conn.execute("ROLLBACK TO SAVEPOINT scratch")
-            self.conn.execute("RELEASE SAVEPOINT scratch")
+            self._sql.execute("ROLLBACK TO SAVEPOINT scratch")
+            self._sql.execute("RELEASE SAVEPOINT scratch")
+
+
+def _by_id(edges: list[Edge]) -> list[Edge]:
+    """Edges in code-point order of ``edge_id`` whatever the server's collation."""
+    return sorted(edges, key=lambda e: e.edge_id)
+
+
+def _create_schema(db: Database) -> None:
+    for statement in DDL:
+        db.execute(statement)
+    db.execute("INSERT INTO store_meta (schema_version) VALUES (?)", (SCHEMA_VERSION,))
 
 
 def write_store(path: str | Path, edges: Iterable[Edge], aliases: Iterable[tuple[str, str]] = (),
@@ -294,7 +358,7 @@ class MigrationReport:
     """Seed of the sample."""
 
 
-def migrate_legacy(conn: sqlite3.Connection, *, seed: int, sample_size: int = 20,
+def migrate_legacy(conn: sqlite3.Connection | Database, *, seed: int, sample_size: int = 20,
                    default_kind: str = "causal_claim") -> MigrationReport:
     """Migrate ``causal_edges(cause, effect)`` to the typed schema in one transaction.
 
@@ -306,41 +370,52 @@ def migrate_legacy(conn: sqlite3.Connection, *, seed: int, sample_size: int = 20
     """
     if default_kind not in RELATION_KINDS:
         raise InputError(f"unknown relation kind {default_kind!r}", field="default_kind")
+    db = wrap(conn)
+    if db.dialect == "postgresql":
+        with db.transaction(lock=("causal_edges",)):  # one transaction, writers held off
+            legacy = [(str(c), str(e)) for c, e in
+                      db.execute("SELECT cause, effect FROM causal_edges ORDER BY ctid")]
+            return _migrate(db, legacy, seed, sample_size, default_kind)
     legacy = [(str(c), str(e)) for c, e in
-              conn.execute("SELECT cause, effect FROM causal_edges ORDER BY rowid")]
-    before = len(legacy)
-    conn.execute("SAVEPOINT migrate")
+              db.execute("SELECT cause, effect FROM causal_edges ORDER BY rowid")]
+    db.execute("SAVEPOINT migrate")
     try:
-        conn.execute("ALTER TABLE causal_edges RENAME TO causal_edges_v0")
-        for statement in DDL:
-            conn.execute(statement)
-        conn.execute("INSERT INTO store_meta (schema_version) VALUES (?)", (SCHEMA_VERSION,))
-        rows = [Edge(f"legacy-{i:06d}", c, e, default_kind, status="inferred").row()
-                for i, (c, e) in enumerate(legacy, start=1)]
-        conn.executemany(f"INSERT INTO causal_edges VALUES ({', '.join('?' * 11)})", rows)
-        after = int(conn.execute("SELECT COUNT(*) FROM causal_edges").fetchone()[0])
-        old = int(conn.execute("SELECT COUNT(*) FROM causal_edges_v0").fetchone()[0])
-        rng = np.random.default_rng(seed)
-        picks = sorted(rng.choice(before, size=min(sample_size, before), replace=False).tolist()
-                       ) if before else []
-        diffs: list[str] = []
-        sample: list[tuple[str, str, str]] = []
-        for i in picks:
-            edge_id = f"legacy-{i + 1:06d}"
-            got = conn.execute("SELECT cause, effect FROM causal_edges WHERE edge_id = ?",
-                               (edge_id,)).fetchone()
-            if got is None or (str(got[0]), str(got[1])) != legacy[i]:
-                diffs.append(f"{edge_id}: legacy {legacy[i]} vs migrated {got}")
-            else:
-                sample.append((edge_id, str(got[0]), str(got[1])))
-        if after != before or old != before or diffs:
-            raise IntegrityError(f"migration lost rows: {before} before, {after} after; "
-                                 f"sample diffs: {diffs[:3]}")
-        conn.execute("DROP TABLE causal_edges_v0")
-        conn.execute("RELEASE SAVEPOINT migrate")
-        conn.commit()
+        report = _migrate(db, legacy, seed, sample_size, default_kind)
+        db.execute("RELEASE SAVEPOINT migrate")
+        db.raw.commit()
     except BaseException:
-        conn.execute("ROLLBACK TO SAVEPOINT migrate")
-        conn.execute("RELEASE SAVEPOINT migrate")
+        db.execute("ROLLBACK TO SAVEPOINT migrate")
+        db.execute("RELEASE SAVEPOINT migrate")
         raise
+    return report
+
+
+def _migrate(db: Database, legacy: list[tuple[str, str]], seed: int, sample_size: int,
+             default_kind: str) -> MigrationReport:
+    """The migration's statements and checks (the caller owns the transaction)."""
+    before = len(legacy)
+    db.execute("ALTER TABLE causal_edges RENAME TO causal_edges_v0")
+    _create_schema(db)
+    rows = [Edge(f"legacy-{i:06d}", c, e, default_kind, status="inferred").row()
+            for i, (c, e) in enumerate(legacy, start=1)]
+    db.executemany(f"INSERT INTO causal_edges VALUES ({', '.join('?' * 11)})", rows)
+    after = int(db.execute("SELECT COUNT(*) FROM causal_edges").fetchone()[0])
+    old = int(db.execute("SELECT COUNT(*) FROM causal_edges_v0").fetchone()[0])
+    rng = np.random.default_rng(seed)
+    picks = sorted(rng.choice(before, size=min(sample_size, before), replace=False).tolist()
+                   ) if before else []
+    diffs: list[str] = []
+    sample: list[tuple[str, str, str]] = []
+    for i in picks:
+        edge_id = f"legacy-{i + 1:06d}"
+        got = db.execute("SELECT cause, effect FROM causal_edges WHERE edge_id = ?",
+                         (edge_id,)).fetchone()
+        if got is None or (str(got[0]), str(got[1])) != legacy[i]:
+            diffs.append(f"{edge_id}: legacy {legacy[i]} vs migrated {got}")
+        else:
+            sample.append((edge_id, str(got[0]), str(got[1])))
+    if after != before or old != before or diffs:
+        raise IntegrityError(f"migration lost rows: {before} before, {after} after; "
+                             f"sample diffs: {diffs[:3]}")
+    db.execute("DROP TABLE causal_edges_v0")
     return MigrationReport(before, after, tuple(sample), tuple(diffs), seed)
