@@ -161,9 +161,7 @@ class LoopbackServer:
             known = self._known.get(key)
         if known is not None:
             return known
-        messages = tuple(
-            Message(str(m["role"]), str(m.get("content") or "")) for m in payload["messages"]
-        )
+        messages = tuple(Message.from_json(m) for m in payload["messages"])
         return Request(
             case_id=f"loopback:{key[7:23]}",
             messages=messages,

@@ -52,10 +52,32 @@ class Message:
     """``system``, ``user``, ``assistant`` or ``tool``."""
     content: str
     """The message text, exactly as sent."""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """An assistant turn's tool calls in the OpenAI wire format (``id``, ``type``,
+    ``function.name``, ``function.arguments``); empty for every other message."""
+    tool_call_id: str | None = None
+    """A ``tool`` message's answer to the call with this id; None for every other message."""
 
     def to_json(self) -> dict[str, Any]:
-        """Return the message as a JSON-ready mapping."""
-        return {"role": self.role, "content": self.content}
+        """Return the message as a JSON-ready mapping (tool fields only when set, so a
+        single-turn request's bytes and digest are unchanged)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [dict(c) for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Message:
+        """Rebuild a message from :meth:`to_json` (or wire) output; None content is ``""``."""
+        call_id = value.get("tool_call_id")
+        return cls(
+            role=str(value["role"]),
+            content=str(value.get("content") or ""),
+            tool_calls=tuple(dict(c) for c in value.get("tool_calls") or ()),
+            tool_call_id=None if call_id is None else str(call_id),
+        )
 
 
 @dataclass(frozen=True)
@@ -106,9 +128,10 @@ class Request:
     def from_json(cls, value: dict[str, Any], *, metadata: dict[str, Any] | None = None) -> Request:
         """Rebuild a request from :meth:`to_json` output; ``metadata`` is reattached."""
         try:
-            messages = tuple(
-                Message(role=str(m["role"]), content=str(m["content"])) for m in value["messages"]
-            )
+            missing = [i for i, m in enumerate(value["messages"]) if "content" not in m]
+            if missing:
+                raise KeyError(f"messages[{missing[0]}].content")
+            messages = tuple(Message.from_json(m) for m in value["messages"])
             return cls(
                 case_id=str(value["case_id"]),
                 messages=messages,

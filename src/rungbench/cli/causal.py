@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from rungbench.cli import causal_instrument
+from rungbench.cli import causal_ablations, causal_instrument
 from rungbench.cli._common import (
     EXIT_ERROR,
     JSON_OPTION,
@@ -77,3 +77,4 @@ def validate(
 
 
 causal_instrument.register(app)
+causal_ablations.register(app)

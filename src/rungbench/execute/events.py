@@ -19,8 +19,10 @@ re-derives every final outcome from the stored response it names
 
 Record kinds written by the runner: ``run`` (the first record, written when the run
 is created; it names the manifest's digest), ``session`` (a start or resume),
-``attempt`` (written before a request is sent), ``tool_event`` (one per call:
-outcome, tokens, latency, cost), ``unresolved`` (a session gave up on a cell after
+``attempt`` (written before a request is sent), ``tool_call`` (in a tool-use episode,
+one per executed tool call inside the open attempt: tool, argument and result digests,
+tokens, latency, cost; see :mod:`rungbench.execute.tools`), ``tool_event`` (one per
+attempt: outcome, tokens, latency, cost), ``unresolved`` (a session gave up on a cell after
 its reliability attempts) and ``final`` (at most one per cell).
 """
 
@@ -161,7 +163,7 @@ def _parse(path: Path, number: int, line: bytes) -> dict[str, Any]:
 
 def _check_order(path: Path, number: int, record: dict[str, Any], closed: dict[str, int]) -> None:
     kind, cell = record["kind"], str(record.get("cell"))
-    if kind in ("attempt", "tool_event", "unresolved", "final") and cell in closed:
+    if kind in ("attempt", "tool_call", "tool_event", "unresolved", "final") and cell in closed:
         raise IntegrityError(
             f"{path}:{number}: {kind} for cell {cell!r} after its final outcome "
             f"(line {closed[cell]})"

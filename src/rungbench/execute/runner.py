@@ -4,7 +4,8 @@ A run lives in ``<out>/runs/<run_id>/``::
 
     manifest.json      run identity: schedule digest, agent description, retry policy
     objects/sha256/…   the schedule record, every request's bytes, every response
-    events.jsonl       run, session, attempt, tool_event, unresolved and final records
+    events.jsonl       run, session, attempt, tool_call, tool_event, unresolved and final
+                       records
                        (hash-chained, crash-safe; see :mod:`rungbench.execute.events`)
     .lock              flock held while a process executes the run (one at a time)
 
@@ -52,6 +53,7 @@ from rungbench.evidence.store import ObjectStore, fsync_dir
 from rungbench.execute.events import EventLog, chained_lines, read_events, torn_bytes, utc_now
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.schedule import Cell, Schedule, load_schedule
+from rungbench.execute.tools import TOOL_CALL, Budget, ToolboxFactory, run_episode
 
 RUN_VERSION = "rungbench.run/1"
 MANIFEST = "manifest.json"
@@ -264,6 +266,9 @@ def _fold(state: CellState, event: dict[str, Any]) -> str | None:
             state.open_attempts.remove(int(event["attempt"]))
             Outcome(event["outcome"])  # an unknown class is corrupt input
             state.last_event = event
+        elif kind == TOOL_CALL:  # one executed tool call inside an open (episode) attempt
+            if int(event["attempt"]) not in state.open_attempts:
+                return f"tool_call for attempt {event['attempt']}, which is not open"
         elif kind == "final":
             return _fold_final(state, event)
         elif kind != "unresolved":
@@ -416,7 +421,9 @@ class _Session:
         policy: RetryPolicy,
         validator: Validator | None,
         sleep: Callable[[float], None],
+        toolbox: ToolboxFactory | None = None,
     ) -> None:
+        self.toolbox = toolbox
         self.log = EventLog(run_dir / EVENTS)
         self.store = ObjectStore(run_dir)
         self.agent = agent
@@ -460,8 +467,9 @@ class _Session:
         with self.lock:
             self.sent += 1
         start = time.perf_counter()
+        episode: dict[str, Any] = {}
         try:
-            response = self.agent.respond(cell.request)
+            response = self._respond(cell, base, episode)
         except CallFailure as failure:
             event = {
                 "kind": "tool_event",
@@ -473,6 +481,7 @@ class _Session:
                 "status": failure.status,
                 "retry_after": failure.retry_after,
                 "response": None,
+                **episode,
             }
             if last:
                 self.log.append_many([event, unresolved_record(cell, event, attempt)])
@@ -498,6 +507,7 @@ class _Session:
             "response": stored,
             "tool": verdict.tool,
             "arguments": dict(verdict.arguments) if verdict.arguments is not None else None,
+            **episode,
         }
         with self.lock:
             self.tokens[0] += usage.tokens_in
@@ -505,6 +515,34 @@ class _Session:
             self.cost += usage.cost_usd
         self.final(cell, event, attempt, preceded_by=event)
         return None
+
+    def _respond(self, cell: Cell, base: dict[str, Any], episode: dict[str, Any]) -> Response:
+        """One attempt's response: a single call, or a tool-use episode when a toolbox is set.
+
+        ``episode`` receives the episode's counters (``turns``, ``tool_calls``, ``stop``),
+        which the attempt's tool_event carries; each executed call is logged as a
+        ``tool_call`` record of the open attempt before the next turn is sent.
+        """
+        if self.toolbox is None:
+            return self.agent.respond(cell.request)
+        env = self.toolbox(cell.request)
+        turns = [0, 0]
+
+        def record(body: dict[str, Any]) -> None:
+            turns[1] += 1
+            self.log.append({"kind": TOOL_CALL, **base, **body})
+
+        try:
+            result = run_episode(self.agent, cell.request, env, Budget.of(cell.request),
+                                 record=record, keep=self.store.put_json)
+        except CallFailure:
+            episode.update({"turns": None, "tool_calls": turns[1], "stop": "failed"})
+            raise
+        finally:
+            env.close()
+        episode.update({"turns": result.turns, "tool_calls": result.tool_calls,
+                        "stop": result.stop})
+        return result.response
 
     def final(
         self,
@@ -575,8 +613,13 @@ def execute_run(
     progress: ProgressHook | None = None,
     max_cells: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    toolbox: ToolboxFactory | None = None,
 ) -> RunSummary:
     """Run (or resume) every cell of ``run_dir`` that has no final outcome yet.
+
+    With ``toolbox``, every attempt is a tool-use episode (:mod:`rungbench.execute.tools`):
+    each executed tool call is a ``tool_call`` record and the attempt's tool_event sums the
+    tokens and cost of all its turns.
 
     ``max_cells`` sends at most that many pending cells in this session (the rest wait
     for a resume). Refuses (reason ``different``) when ``agent`` is not the agent the
@@ -590,7 +633,7 @@ def execute_run(
     with _exclusive(run_dir):
         return _execute(
             run_dir, manifest, schedule, agent, validator, concurrency, progress, max_cells,
-            sleep, started,
+            sleep, started, toolbox,
         )
 
 
@@ -630,9 +673,11 @@ def _execute(
     max_cells: int | None,
     sleep: Callable[[float], None],
     started: float,
+    toolbox: ToolboxFactory | None = None,
 ) -> RunSummary:
     _check_agent(manifest, agent)
-    session = _Session(run_dir, agent, RetryPolicy.from_json(manifest["policy"]), validator, sleep)
+    session = _Session(run_dir, agent, RetryPolicy.from_json(manifest["policy"]), validator, sleep,
+                       toolbox)
     torn = session.log.repair()
     events, states = read_log(run_dir, schedule, validator)
     session.frozen = {cell_id: state.request_digest for cell_id, state in states.items()}

@@ -1,0 +1,208 @@
+"""Arm × case × sample → frozen runner cells, and a finished arm run back to scored rows.
+
+A cell is one public case under one arm, sample ``k`` (cell id ``<case_id>~s<k>``): the arm's
+system prompt, the case rendered as the bench renders it (minus the world id, which the agent
+side never sees), the arm's text facts when it has them, the ``submit_answer`` tool plus the
+arm's tools, and in metadata (never sent) the budget and the tool environment. Samples of a
+case send identical payloads: a stochastic model draws again, a deterministic one repeats.
+
+Cases are chosen per world in bench order (:func:`select_cases`), the same for every arm, so
+arms pair by (case, sample) and cluster by world.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from rungbench.agents.outcomes import Outcome
+from rungbench.agents.protocol import Message, Request
+from rungbench.causal.ablations.arms import Arm
+from rungbench.causal.ablations.facts import Edges, arm_edges, fact_sentences, world_edges
+from rungbench.causal.ablations.tools import tool_schemas
+from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PublicCase
+from rungbench.causal.bench.requests import SUBMIT_ANSWER_TOOL, validate_causal_answer
+from rungbench.causal.bench.scorer import score
+from rungbench.evidence.store import ObjectStore
+from rungbench.execute.events import read_events
+from rungbench.execute.runner import EVENTS, load_run
+from rungbench.execute.schedule import Schedule
+from rungbench.execute.tools import Budget
+
+ABLATION_TASK = "causal.ablation_case/1"
+"""Task id of an ablation cell."""
+ANSWER_TOOL = "submit_answer"
+
+
+ITEM_ORDER = ("discovery", "identification", "cf_no_mechanism", "exact")
+"""Item types taken round-robin per world (types the world lacks are skipped)."""
+
+
+def select_cases(cases: Sequence[PublicCase], per_world: int) -> list[PublicCase]:
+    """Up to ``per_world`` cases of every world, round-robin over :data:`ITEM_ORDER`.
+
+    Within a type, cases are taken in bench order (a world's domain-skin copy before its
+    nonsense twin). The choice depends only on the public cases, so it is identical for
+    every arm; worlds appear in bench order.
+    """
+    by_world: dict[str, dict[str, list[PublicCase]]] = {}
+    for case in cases:
+        by_world.setdefault(case.world_id, {}).setdefault(case.item_type, []).append(case)
+    out: list[PublicCase] = []
+    for types in by_world.values():
+        queues = [list(types.get(t, [])) for t in ITEM_ORDER]
+        queues += [list(v) for t, v in types.items() if t not in ITEM_ORDER]
+        taken = 0
+        while taken < per_world and any(queues):
+            for queue in queues:
+                if queue and taken < per_world:
+                    out.append(queue.pop(0))
+                    taken += 1
+    return out
+
+
+def _without_world_id(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_world_id(v) for k, v in value.items() if k != "world_id"}
+    if isinstance(value, list):
+        return [_without_world_id(v) for v in value]
+    return value
+
+
+def latent_nodes(case: PublicCase) -> list[str]:
+    """Nodes the case's evidence marks unobserved."""
+    out = set()
+    for key in ("variables", "graph"):
+        for v in case.evidence.payload.get(key, []) or []:
+            if v.get("observed") is False:
+                out.add(str(v["name"]))
+    return sorted(out)
+
+
+def case_text(case: PublicCase) -> str:
+    """The case as the bench renders it (question, evidence, assumptions, format), no world id."""
+    parts = [case.question,
+             f"Evidence ({case.evidence.kind}):\n"
+             + json.dumps(_without_world_id(case.evidence.payload), sort_keys=True, indent=1)]
+    if case.assumptions:
+        parts.append("Assumptions:\n" + "\n".join(f"- {a}" for a in case.assumptions))
+    if case.permitted_interventions:
+        parts.append("Permitted interventions (id: cost):\n"
+                     + "\n".join(f"- {i.id}: {i.cost:g}" for i in case.permitted_interventions))
+    parts.append(f"Answer format: {case.answer_format}")
+    return "\n\n".join(parts)
+
+
+def arm_request(arm: Arm, case: PublicCase, sample: int, edges: Edges) -> Request:
+    """One cell's frozen request."""
+    held = arm_edges(edges, case.world_id, arm.content, arm.production_keep)
+    text = case_text(case)
+    if arm.facts == "text":
+        text = f"{text}\n\n{fact_sentences(held)}"
+    return Request(
+        case_id=f"{case.case_id}~s{sample}",
+        messages=(Message("system", arm.system_prompt), Message("user", text)),
+        tools=(SUBMIT_ANSWER_TOOL, *tool_schemas(arm.tools)),
+        tool_choice="required",
+        metadata={
+            "task": ABLATION_TASK, "arm": arm.name, "arm_digest": arm.digest(),
+            "case_id": case.case_id, "world_id": case.world_id, "sample": sample,
+            "budget": Budget(arm.max_tool_calls, arm.max_tokens).to_json(),
+            "tool_env": {"tools": list(arm.tools), "query": arm.query,
+                         "edges": [list(e) for e in held] if arm.facts == "graph" else [],
+                         "latent": latent_nodes(case)},
+        },
+    )
+
+
+def arm_schedule(arm: Arm, cases: Sequence[PublicCase], all_cases: Sequence[PublicCase],
+                 samples: int, source: Mapping[str, Any]) -> Schedule:
+    """Every chosen case × ``samples`` for one arm; ``all_cases`` supply the world's edges."""
+    edges = world_edges(all_cases)
+    requests = [arm_request(arm, c, k, edges.get((c.world_id, c.skin), ()))
+                for c in cases for k in range(samples)]
+    return Schedule.of(ABLATION_TASK, f"{arm.name}", requests,
+                       {**dict(source), "arm": arm.name, "arm_digest": arm.digest(),
+                        "samples": samples})
+
+
+def validate_ablation_answer(request: Request, tool: str, arguments: Mapping[str, Any]
+                             ) -> str | None:
+    """The runner's domain check: the episode must end in ``submit_answer``.
+
+    An episode that ends on a tool call (its tool or token budget spent) is ``illegal``; a
+    ``submit_answer`` call is checked as the bench checks it.
+    """
+    if tool != ANSWER_TOOL:
+        return f"episode ended on a {tool!r} call (budget spent before an answer)"
+    return validate_causal_answer(request, tool, arguments)
+
+
+def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle]) -> list[dict[str, Any]]:
+    """One scored row per cell of a finished arm run (harness side; per-case, private).
+
+    Each row carries the outcome (``missing`` for a cell without a final), whether it was
+    right, tokens, cost, tool calls, and the evidence actually obtained: the digests of the
+    tool results of the deciding attempt and the edges those results named.
+    """
+    manifest, schedule = load_run(run_dir)
+    store = ObjectStore(run_dir)
+    events = read_events(run_dir / EVENTS)
+    finals = {e["cell"]: e for e in events if e["kind"] == "final"}
+    deciding = {e["cell"]: e for e in events if e["kind"] == "tool_event"
+                and finals.get(e["cell"], {}).get("attempts") == e["attempt"]}
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        if e["kind"] == "tool_call" and finals.get(e["cell"], {}).get("attempts") == e["attempt"]:
+            calls.setdefault(e["cell"], []).append(e)
+    rows = []
+    for cell in schedule:
+        meta = cell.request.metadata
+        oracle = oracles[str(meta["case_id"])]
+        final = finals.get(cell.cell_id)
+        event = deciding.get(cell.cell_id, {})
+        outcome, brier = "missing", None
+        if final is not None and Outcome(final["outcome"]) is Outcome.ANSWERED:
+            try:
+                response = AgentResponse(case_id=oracle.case_id, arm=str(meta["arm"]),
+                                         t=str(final["t"]), **final["arguments"])
+            except (ValidationError, TypeError):
+                outcome = "invalid"  # schema-valid tool call the record model still rejects
+            else:
+                verdict = score(oracle, response)
+                outcome, brier = verdict.outcome, verdict.brier
+        elif final is not None:
+            outcome = "invalid"
+        obtained = calls.get(cell.cell_id, [])
+        rows.append({
+            "arm": str(meta["arm"]), "cell": cell.cell_id, "case_id": oracle.case_id,
+            "world_id": oracle.world_id, "sample": int(meta["sample"]),
+            "item_type": oracle.item_type, "identifiable": oracle.identifiable,
+            "decision": oracle.expected_loss is not None,
+            "outcome": outcome, "right": outcome in ("correct", "correct_non_id"),
+            "brier": brier,
+            "tokens": int(event.get("tokens_in", 0)) + int(event.get("tokens_out", 0)),
+            "cost_usd": float(event.get("cost_usd", 0.0)),
+            "tool_calls": len(obtained),
+            "tools_used": sorted({str(c["tool"]) for c in obtained}),
+            "evidence": [str(c["result_digest"]) for c in obtained],
+            "edges_obtained": _edges_obtained(store, obtained),
+            "run_id": str(manifest["run_id"]),
+        })
+    return rows
+
+
+def _edges_obtained(store: ObjectStore, calls: Sequence[Mapping[str, Any]]) -> int:
+    seen: set[tuple[str, str]] = set()
+    for call in calls:
+        if call["tool"] != "causal":
+            continue
+        result = store.get_json(str(call["result"]))
+        for path in result.get("paths", []) if isinstance(result, dict) else []:
+            for edge in path.get("edges", []):
+                seen.add((str(edge["cause"]), str(edge["effect"])))
+    return len(seen)

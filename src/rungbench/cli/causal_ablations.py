@@ -1,0 +1,219 @@
+"""`rungbench causal arms|ablate|prereg …`: registered arms, ablation runs, preregistration.
+
+Thin: parse, call one library function, print (Rich tables or one JSON document). One agent
+serves every arm: a planted reference agent behind the loopback server (``--agent
+planted:reader``), or any OpenAI-compatible endpoint (``--base-url`` and ``--model``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from rungbench.cli._common import console, emit_json, progress_bar, run
+from rungbench.errors import InputError
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
+PresetOpt = Annotated[str, typer.Option("--arms-preset",
+                                        help="Registered preset name or a TOML file of arms.")]
+AgentOpt = Annotated[str | None, typer.Option(
+    "--agent", help="planted:reader, planted:graph_only or planted:bare (served on loopback).")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url",
+                                                help="OpenAI-compatible endpoint base URL.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name at --base-url.")]
+KeyEnvOpt = Annotated[str, typer.Option("--api-key-env",
+                                        help="Environment variable holding the API key.")]
+ConcOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
+                                      help="Cells in flight at once.")]
+PriceInOpt = Annotated[float, typer.Option("--usd-per-mtok-in", min=0.0,
+                                           help="Prompt price (USD per million tokens).")]
+PriceOutOpt = Annotated[float, typer.Option("--usd-per-mtok-out", min=0.0,
+                                            help="Completion price (USD per million tokens).")]
+DirOpt = Annotated[pathlib.Path, typer.Option("--dir", help="Preregistration directory.")]
+
+prereg_app = typer.Typer(help="Preregistration: pilot → commit margins → validate once.",
+                         no_args_is_help=True)
+
+
+@contextlib.contextmanager
+def _agent(agent: str | None, base_url: str | None, model: str | None,
+           api_key_env: str, prices: tuple[float, float] = (0.0, 0.0)) -> Iterator[Any]:
+    """The one agent every arm of the command uses."""
+    from rungbench.agents.openai_provider import OpenAIProvider, Pricing
+    from rungbench.causal.ablations.planted import planted_agent
+    from rungbench.causal.ablations.runs import loopback_provider
+
+    if (agent is None) == (base_url is None):
+        raise InputError("give exactly one of --agent planted:NAME or --base-url with --model",
+                         field="--agent")
+    if agent is not None:
+        with loopback_provider(planted_agent(agent)) as provider:
+            yield provider
+        return
+    if model is None:
+        raise InputError("--base-url needs --model", field="--model")
+    provider = OpenAIProvider(model, base_url=str(base_url), api_key_env=api_key_env,
+                              pricing=Pricing(*prices))
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+def _matrix(preset: str) -> Any:
+    from rungbench.causal.ablations.arms import load_matrix
+
+    return load_matrix(pathlib.Path(preset) if preset.endswith(".toml") else preset)
+
+
+def arms_command(preset: PresetOpt = "causal_arms", as_json: JsonOpt = False) -> None:
+    """List the registered arms with their digests and the isolation table."""
+    matrix = run(lambda: _matrix(preset), as_json=as_json)
+    if as_json:
+        emit_json({"matrix": matrix.name, "digest": matrix.digest,
+                   "arms": {n: {**a.to_json(), "digest": a.digest()}
+                            for n, a in matrix.arms.items()},
+                   "comparisons": [c.__dict__ for c in matrix.comparisons]})
+        return
+    table = Table(title=f"{matrix.name} ({matrix.digest[:19]}…)")
+    for col in ("arm", "label", "facts", "content", "query", "tools", "protocol", "digest"):
+        table.add_column(col)
+    for n, a in matrix.arms.items():
+        table.add_row(n, a.label, a.facts, a.content or "—", a.query or "—",
+                      ",".join(a.tools) or "—", a.protocol or "—", a.digest()[7:19])
+    console.print(table)
+
+
+def ablate_command(
+    bench: Annotated[pathlib.Path, typer.Option("--bench", help="Built bench directory.")],
+    out: Annotated[pathlib.Path, typer.Option("--out", help="Folder for the arm runs.")],
+    arms: Annotated[str, typer.Option("--arms", help="Comma-separated arm names.")],
+    agent: AgentOpt = None, base_url: BaseUrlOpt = None, model: ModelOpt = None,
+    api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
+    samples: Annotated[int | None, typer.Option("--samples", min=1, max=100,
+                                                help="Repeated samples per case.")] = None,
+    per_world: Annotated[int | None, typer.Option("--per-world", min=1, max=50,
+                                                  help="Cases per world.")] = None,
+    concurrency: ConcOpt = 1, preset: PresetOpt = "causal_arms",
+    usd_in: PriceInOpt = 0.0, usd_out: PriceOutOpt = 0.0,
+    seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
+                                      help="Bootstrap seed.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run arms on a bench with one agent; print endpoints, isolation table, three questions."""
+    from rungbench.causal.ablations.analysis import ablation_report, to_markdown
+    from rungbench.causal.ablations.runs import run_arms
+
+    def action() -> dict[str, Any]:
+        matrix = _matrix(preset)
+        names = [a.strip() for a in arms.split(",") if a.strip()]
+        for n in names:
+            if n not in matrix.arms:
+                raise InputError(f"unknown arm {n!r}; known: {', '.join(matrix.arms)}",
+                                 field="--arms")
+        with _agent(agent, base_url, model, api_key_env, (usd_in, usd_out)) as provider, \
+                progress_bar("ablation arms", quiet=as_json) as tick:
+            hook = None if tick is None else (lambda arm, done, total: tick(done, total))
+            runs = run_arms(matrix, names, bench, out, provider, samples=samples,
+                            per_world=per_world, concurrency=concurrency, progress=hook)
+        report = ablation_report(matrix, {r.arm: r.rows for r in runs}, seed=seed)
+        report["runs"] = {r.arm: str(r.run_dir) for r in runs}
+        return report
+
+    report = run(action, as_json=as_json)
+    if as_json:
+        emit_json(report)
+    else:
+        console.print(to_markdown(report), markup=False, highlight=False, soft_wrap=True)
+
+
+@prereg_app.command("pilot")
+def pilot_command(
+    directory: DirOpt,
+    bench: Annotated[pathlib.Path, typer.Option("--bench", help="Dev bench (60 worlds).")],
+    agent: AgentOpt = None, base_url: BaseUrlOpt = None, model: ModelOpt = None,
+    api_key_env: KeyEnvOpt = "OPENAI_API_KEY", concurrency: ConcOpt = 1,
+    preset: PresetOpt = "causal_arms", as_json: JsonOpt = False,
+) -> None:
+    """Pilot: A0, A2, A9 on the dev worlds, two samples each; per-endpoint variance."""
+    from rungbench.causal.ablations import prereg
+
+    def action() -> dict[str, Any]:
+        with _agent(agent, base_url, model, api_key_env) as provider:
+            return prereg.pilot(directory, _matrix(preset), bench, provider,
+                                concurrency=concurrency)
+
+    doc = run(action, as_json=as_json)
+    if as_json:
+        emit_json(doc)
+        return
+    console.print(f"pilot: {doc['cells']} cells, digest {doc['digest']}")
+    for name, endpoints in doc["arms"].items():
+        acc = endpoints["accuracy"]
+        console.print(f"  {name}: accuracy {acc['mean']:.3f} (var {acc['variance'] or 0:.4f}, "
+                      f"n {acc['n']})")
+
+
+@prereg_app.command("commit")
+def commit_command(directory: DirOpt, preset: PresetOpt = "causal_arms",
+                   as_json: JsonOpt = False) -> None:
+    """Freeze the margins file (the seed's starting margins; sample size from the pilot)."""
+    from rungbench.causal.ablations import prereg
+
+    doc = run(lambda: prereg.commit(directory, _matrix(preset)), as_json=as_json)
+    if as_json:
+        emit_json(doc)
+    else:
+        console.print(f"margins committed: {doc['digest']}")
+
+
+@prereg_app.command("validate")
+def validate_command(
+    candidate: Annotated[str, typer.Argument(help="Candidate arm name.")],
+    directory: DirOpt,
+    bench: Annotated[pathlib.Path, typer.Option("--bench", help="Validation (cohort) bench.")],
+    comparator: Annotated[str, typer.Option("--comparator", help="Arm compared against.")] = "A2",
+    kind: Annotated[str, typer.Option("--type", help="Candidate type in the margins file.")
+                    ] = "reasoning_aid",
+    dev_bench: Annotated[pathlib.Path | None, typer.Option(
+        "--dev-bench", help="Dev bench (variable names there are not unique).")] = None,
+    memory: Annotated[pathlib.Path | None, typer.Option(
+        "--memory", help="The agent side's memory directory to scan.")] = None,
+    final_release: Annotated[str | None, typer.Option(
+        "--final-release", help="Run the once-per-release final test (test split).")] = None,
+    agent: AgentOpt = None, base_url: BaseUrlOpt = None, model: ModelOpt = None,
+    api_key_env: KeyEnvOpt = "OPENAI_API_KEY", concurrency: ConcOpt = 1,
+    preset: PresetOpt = "causal_arms", as_json: JsonOpt = False,
+) -> None:
+    """One look at the cohort for CANDIDATE: judged on the committed margins, then scanned."""
+    from rungbench.causal.ablations import prereg
+
+    def action() -> dict[str, Any]:
+        with _agent(agent, base_url, model, api_key_env) as provider:
+            return prereg.validate(directory, _matrix(preset), candidate, bench, provider,
+                                   comparator=comparator, kind=kind, dev_bench=dev_bench,
+                                   memory=memory, final_release=final_release,
+                                   concurrency=concurrency)
+
+    doc = run(action, as_json=as_json)
+    if as_json:
+        emit_json(doc)
+        return
+    p = doc["primary"]
+    ci = p["ci95"]
+    console.print(f"{candidate} − {comparator} on {p['endpoint']}: {p['mean']:.3f} "
+                  + (f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "(no interval)")
+                  + f" → {doc['decision']}; contamination hits {doc['contamination']['hits']}"
+                  + ("; cohort retired" if doc["cohort_retired"] else ""), markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ablation and preregistration commands to the ``rungbench causal`` app."""
+    app.command("arms")(arms_command)
+    app.command("ablate")(ablate_command)
+    app.add_typer(prereg_app, name="prereg")

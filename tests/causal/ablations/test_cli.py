@@ -1,0 +1,70 @@
+"""`rungbench causal arms|ablate|prereg`: one JSON document, exit codes, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from rungbench.cli import app
+
+
+def test_arms_json_lists_matrix_with_digests() -> None:
+    """`causal arms --json` prints the preset digest and every arm's digest."""
+    result = CliRunner().invoke(app, ["causal", "arms", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["digest"].startswith("sha256:") and doc["arms"]["A10"]["digest"].startswith("sha")
+
+
+def test_ablate_json_reports_questions(dev_bench: Path, tmp_path: Path) -> None:
+    """`causal ablate --json` through loopback answers Q2 with its interval."""
+    result = CliRunner().invoke(app, [
+        "causal", "ablate", "--bench", str(dev_bench), "--out", str(tmp_path / "o"),
+        "--arms", "A9,A10", "--agent", "planted:graph_only", "--samples", "1",
+        "--concurrency", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    q2 = next(q for q in doc["questions"] if q["id"] == "Q2")
+    assert q2["answer"] == "yes" and q2["ci95"][0] > 0
+    assert set(doc["runs"]) == {"A9", "A10"}
+
+
+def test_ablate_unknown_arm_and_agent_errors(dev_bench: Path, tmp_path: Path) -> None:
+    """An unknown arm or agent is one error line, exit 1; no agent at all names the option."""
+    base = ["causal", "ablate", "--bench", str(dev_bench), "--out", str(tmp_path / "o")]
+    bad = CliRunner().invoke(app, [*base, "--arms", "A99", "--agent", "planted:reader"])
+    assert bad.exit_code == 1 and "A99" in bad.output and "Traceback" not in bad.output
+    none = CliRunner().invoke(app, [*base, "--arms", "A0", "--json"])
+    assert none.exit_code == 1 and json.loads(none.stdout)["error"] == "input_error"
+
+
+def test_prereg_validate_before_commit_refuses(validation_bench: Path, tmp_path: Path) -> None:
+    """`prereg validate` with no committed margins exits 3 with reason not_committed."""
+    result = CliRunner().invoke(app, [
+        "causal", "prereg", "validate", "A10", "--dir", str(tmp_path / "p"), "--bench",
+        str(validation_bench), "--agent", "planted:reader", "--json"])
+    assert result.exit_code == 3, result.output
+    assert json.loads(result.stdout)["reasons"][0]["code"] == "not_committed"
+
+
+def test_prereg_sequence_through_the_cli(dev_bench: Path, validation_bench: Path,
+                                         tmp_path: Path) -> None:
+    """pilot → commit → validate runs once; the second look exits 3 with already_seen."""
+    d = str(tmp_path / "p")
+    agent = ["--agent", "planted:reader", "--concurrency", "8", "--json"]
+    pilot = CliRunner().invoke(app, ["causal", "prereg", "pilot", "--dir", d, "--bench",
+                                     str(dev_bench), *agent])
+    assert pilot.exit_code == 0, pilot.output
+    assert json.loads(pilot.stdout)["cells"] == 8 * 5 * 3 * 2
+    commit = CliRunner().invoke(app, ["causal", "prereg", "commit", "--dir", d, "--json"])
+    assert commit.exit_code == 0, commit.output
+    look = ["causal", "prereg", "validate", "A10", "--dir", d, "--bench", str(validation_bench),
+            "--comparator", "A5", "--type", "graph_routing", *agent]
+    first = CliRunner().invoke(app, look)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["decision"] in ("accept", "reject", "inconclusive")
+    second = CliRunner().invoke(app, look)
+    assert second.exit_code == 3
+    assert json.loads(second.stdout)["reasons"][0]["code"] == "already_seen"
