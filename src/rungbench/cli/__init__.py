@@ -10,6 +10,7 @@ from rungbench.cli import (
     causal_bench,
     causal_interop,
     chess,
+    chess_analyze,
     chess_census,
     chess_evaluate,
     design,
@@ -36,6 +37,7 @@ causal_interop.register(causal.app)
 app.add_typer(causal.app, name="causal")
 chess_census.register(chess.app)
 chess_evaluate.register(chess.app)
+chess_analyze.register(chess.app)
 app.add_typer(chess.app, name="chess")
 app.command("run")(run)
 app.command("demo")(demo)

@@ -215,6 +215,52 @@ class GateRules:
 
 
 @dataclass(frozen=True)
+class MaterialRules:
+    """What counts as a *material* reversal or differential attrition (seed 000, gate 3).
+
+    Seed 000 requires that "the conclusion does not materially reverse across panel
+    order, provider route, equal-position versus equal-source-game weighting,
+    position-cluster sensitivity, or maximal-regret attrition bounds" and that
+    "differential attrition or a sign reversal under those bounds blocks the causal
+    headline". rungbench registers material as follows (defaults below).
+    """
+
+    subset_sensitivities: tuple[str, ...] = ("panel_order", "provider_route")
+    """Sensitivities that re-estimate on a subset of cells (one panel order, one route):
+    material when any subset's point estimate is not a benefit (≤ ``min_benefit``)."""
+    full_sensitivities: tuple[str, ...] = ("equal_source_game_weighting",
+                                           "position_cluster")
+    """Sensitivities on the full data (another weighting, another cluster): material when
+    the interval no longer lies wholly on the beneficial side of ``min_benefit``."""
+    bound_sensitivities: tuple[str, ...] = ("attrition_best", "attrition_worst")
+    """Maximal-regret attrition bounds: material when either bound's point estimate is not
+    a benefit (a sign reversal under the bounds)."""
+    min_benefit: float = 0.0
+    """Benefit at or below which an estimate counts as reversed (WDL regret units)."""
+    attrition_spread: float = 0.02
+    """Differential attrition: the largest minus the smallest condition hazard of one
+    model and split exceeds this share …"""
+    attrition_alpha: float = 0.05
+    """… and the chi-square test of equal hazards across conditions rejects at this level."""
+    min_subset_positions: int = 10
+    """A subset sensitivity with fewer complete positions than this is *unsupported*,
+    which is material too (an untestable sensitivity cannot clear the gate)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the rules as a JSON-ready mapping."""
+        return {"subset_sensitivities": list(self.subset_sensitivities),
+                "full_sensitivities": list(self.full_sensitivities),
+                "bound_sensitivities": list(self.bound_sensitivities),
+                "min_benefit": self.min_benefit, "attrition_spread": self.attrition_spread,
+                "attrition_alpha": self.attrition_alpha,
+                "min_subset_positions": self.min_subset_positions}
+
+
+A105_MATERIAL = MaterialRules()
+"""rungbench's registration of "material" for A105 gate 3 (see :class:`MaterialRules`)."""
+
+
+@dataclass(frozen=True)
 class ClaimGateInputs:
     """Everything the gate needs to decide whether one named representation effect publishes.
 

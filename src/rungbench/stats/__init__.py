@@ -5,6 +5,13 @@ Formulas cite the seed sections they implement; ``seed_figures`` recomputes
 every number the seeds print.
 """
 
+from rungbench.stats.bootstrap import (
+    MeanTest,
+    bootstrap_pvalue,
+    cluster_ratio_draws,
+    cluster_tests,
+    nan_interval,
+)
 from rungbench.stats.factorial import (
     FactorialEstimands,
     FactorialIntervals,
@@ -40,6 +47,7 @@ __all__ = [
     "FactorialEstimands",
     "FactorialIntervals",
     "McNemarSampleSize",
+    "MeanTest",
     "MinimumDetectableEffect",
     "PairedDelta",
     "PairedSummary",
@@ -48,7 +56,10 @@ __all__ = [
     "binomial_intervals",
     "bonferroni",
     "bonferroni_adjust",
+    "bootstrap_pvalue",
     "clopper_pearson",
+    "cluster_ratio_draws",
+    "cluster_tests",
     "factorial_2x2",
     "factorial_2x2_paired",
     "holm",
@@ -57,6 +68,7 @@ __all__ = [
     "mcnemar_power",
     "mcnemar_sample_size",
     "mde",
+    "nan_interval",
     "paired_cluster_bootstrap",
     "paired_summary",
     "wilson",

@@ -12,4 +12,11 @@ one thread, ``ucinewgame``, a timeout on every call) and identity with its refer
 signature; ``wdl_model`` the named, versioned cp → WDL logistic and its fit; ``regret``
 the pure WDL-regret and outcome-class rules; ``evaluation`` the resumable,
 content-addressed, all-or-nothing stage behind ``rungbench chess evaluate``.
+
+Analysis (seeds 000–001, "An effect must survive attempts to explain it away"): ``cells``
+is the versioned per-cell table every analysis reads; ``analysis`` the A105 estimands,
+sensitivities and attrition bounds; ``arms_analysis`` the E020/E021 coverage × selection
+and E023 contrasts; ``gates`` the seven claim gates; ``wording`` the narrow claim sentence,
+the null's MDE envelope or the blocking gate; ``analysis_report`` the document behind
+``rungbench chess analyze``; ``planted_tables`` seeded planted agents that validate it.
 """

@@ -1,0 +1,241 @@
+"""`chess analyze`: a verified cell table → one JSON document and a Markdown section per design.
+
+Before any estimate: the evaluator family against the labeller's (``evaluator_same_family``
+unless the proxy sensitivity is requested by name, ``proxy="stockfish"``; every output is
+then labelled "internal proxy"), and the table's design digest against the registered
+preset (``manifest_mismatch``). Bad input the reader counted (unknown or duplicate cells)
+is reported verbatim and blocks every headline. Every number in the document sits next to
+the ``source`` digest of the rows it came from; the Markdown prints a short form of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rungbench.chess.studies.analysis import FACTOR_ESTIMANDS, Settings, analyze_a105
+from rungbench.chess.studies.arms_analysis import analyze_e023, stage_profile
+from rungbench.chess.studies.cells import CellTable
+from rungbench.chess.studies.gates import evaluate_gates
+from rungbench.chess.studies.wording import DOES_NOT_PROVE, word
+from rungbench.design.presets import FactorialDesign, arms_design, factorial_design
+from rungbench.design.registry import load_design
+from rungbench.errors import InputError, Reason, Refusal
+from rungbench.evidence.canonical import canonical_bytes
+from rungbench.evidence.sealed import publish_dir
+
+ANALYSIS_KIND = "rungbench.chess.analysis"
+"""Seal kind of a published analysis directory."""
+DOCUMENT_SCHEMA = "rungbench.chess.analysis/1"
+"""Schema name and version of the analysis document."""
+GATE = "chess analysis"
+"""Gate name of refusals."""
+PROXY_LABEL = "internal proxy (same family as the labeller)"
+"""Label of every output of the proxy sensitivity."""
+PRIMARY_LABEL = "different-family evaluator"
+"""Label of every output of a different-family evaluation."""
+
+
+def check_evaluator(table: CellTable, proxy: str | None) -> str:
+    """Refuse a labeller-family evaluation unless the proxy is requested by name; return the
+    role label."""
+    h = table.header
+    same = h.evaluator_family == h.labeller_family
+    if proxy is not None and proxy != "stockfish":
+        raise InputError(f"the only proxy sensitivity is 'stockfish', got {proxy!r}",
+                         field="proxy")
+    if same and proxy is None:
+        raise Refusal([Reason("evaluator_same_family", f"the evaluation's family "
+                              f"({h.evaluator_family}) is the labeller's; request the proxy "
+                              "sensitivity by name (--proxy stockfish)", "evaluator_family",
+                              {"family": h.evaluator_family})], gate=GATE)
+    if proxy is not None and not same:
+        raise InputError(f"--proxy stockfish names the labeller's family; this evaluation is "
+                         f"{h.evaluator_family}", field="proxy")
+    if h.evaluator_proxy != same:
+        raise Refusal([Reason("manifest_mismatch", "evaluator_proxy disagrees with the "
+                              "evaluator and labeller families", "evaluator_proxy")], gate=GATE)
+    return PROXY_LABEL if same else PRIMARY_LABEL
+
+
+def _check_design(table: CellTable) -> str:
+    h = table.header
+    registered = {"A105": lambda: factorial_design().digest,
+                  "E023": lambda: arms_design().digest,
+                  "E020_E021": lambda: load_design("e020_e021").digest}.get(h.design_id)
+    if registered is None:
+        raise InputError(f"no registered preset for {h.design_id}", field="design_id")
+    expected = registered()
+    if h.design_digest != expected:
+        raise Refusal([Reason("manifest_mismatch", f"the table's {h.design_id} digest is not "
+                              "the registered preset's", "design_digest",
+                              {"table": h.design_digest, "registered": expected})], gate=GATE)
+    return expected
+
+
+def analyze_table(table: CellTable, settings: Settings | None = None, *,
+                  proxy: str | None = None, design: FactorialDesign | None = None
+                  ) -> dict[str, Any]:
+    """The whole analysis document of ``table`` (see the module docstring)."""
+    settings = settings or Settings()
+    role = check_evaluator(table, proxy)
+    registered = _check_design(table)
+    h = table.header
+    bad = table.anomaly_counts()
+    doc: dict[str, Any] = {
+        "schema": DOCUMENT_SCHEMA, "design": h.design_id, "table": table.digest,
+        "study": h.study_digest, "design_digest": h.design_digest,
+        "registered_design_digest": registered, "evaluation": h.evaluation_digest,
+        "evaluator_family": h.evaluator_family, "labeller_family": h.labeller_family,
+        "role": role, "cells": len(table.rows),
+        "bad_input": {**bad, "rows": list(table.anomalies)}}
+    if h.design_id == "A105":
+        doc["a105"] = _a105(table, settings, design or factorial_design(), role, bad)
+    elif h.design_id == "E023":
+        doc["e023"] = [analyze_e023(table, m, s, settings).to_json()
+                       for m, s in _model_splits(table)]
+    else:
+        doc["stages"] = [stage_profile(table, m, s, settings).to_json()
+                         for m, s in _model_splits(table)]
+    return doc
+
+
+def _model_splits(table: CellTable) -> list[tuple[str, str]]:
+    return sorted({(r.model, r.split) for r in table.rows})
+
+
+def _a105(table: CellTable, settings: Settings, design: FactorialDesign, role: str,
+          bad: dict[str, int]) -> dict[str, Any]:
+    analysis = analyze_a105(table, settings, primary_split=design.gate.primary_split,
+                            primary_tests=design.primary_tests)
+    claims = []
+    for model in sorted({r.model for r in table.rows}):
+        for factor in FACTOR_ESTIMANDS:
+            gates = evaluate_gates(analysis, table, model, factor,
+                                   split=design.gate.primary_split)
+            wording = word(gates, analysis, design, model, factor, bad_input=bad,
+                           proxy=role == PROXY_LABEL)
+            claims.append({**wording.to_json(), "gates": [g.to_json() for g in gates]})
+    return {**analysis.to_json(), "claims": claims, "pooled_headline": _pooled_headline(
+        analysis.to_json()["pooled_across_models"], claims)}
+
+
+def _pooled_headline(pooled: dict[str, Any], claims: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pooled effect is never a claim: name the models for which gate 7 fails."""
+    out: dict[str, Any] = {}
+    for factor in FACTOR_ESTIMANDS:
+        est = pooled.get(factor)
+        if est is None:
+            continue
+        failing = [c["model"] for c in claims if c["factor"] == factor
+                   and not next(g for g in c["gates"] if g["gate"] == 7)["passed"]]
+        out[factor] = {"pooled_mean": est["mean"], "low": est["low"], "high": est["high"],
+                       "source": est["source"], "verdict": "blocked" if failing else
+                       "not a claim (see the model-specific claims)",
+                       "blocked_by": 7 if failing else None, "gate7_fails_for": failing}
+    return out
+
+
+def publish_analysis(doc: dict[str, Any], target: Path, *, force: bool = False) -> Path:
+    """Publish ``analysis.json`` (canonical) and ``analysis.md`` as one sealed directory."""
+    with publish_dir(target, kind=ANALYSIS_KIND, force=force) as temp:
+        (temp / "analysis.json").write_bytes(canonical_bytes(doc) + b"\n")
+        (temp / "analysis.md").write_text(markdown(doc), encoding="utf-8")
+    return target
+
+
+# ---------------------------------------------------------------------------- Markdown
+
+
+def short(d: str | None) -> str:
+    """A digest's printable short form."""
+    return "—" if not d else d.removeprefix("sha256:")[:12]
+
+
+def _f(x: float | None, fmt: str = "+.4f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The Markdown section of one analysis document."""
+    lines = [f"## {doc['design']} analysis", "",
+             f"Cell table `{short(doc['table'])}` · study `{short(doc['study'])}` · design "
+             f"`{short(doc['design_digest'])}` · evaluation `{short(doc['evaluation'])}` · "
+             f"evaluator {doc['evaluator_family']} ({doc['role']}) · labeller "
+             f"{doc['labeller_family']} · {doc['cells']} cells", "",
+             f"Bad input: unknown cells {doc['bad_input']['unknown_cell']}, duplicate cells "
+             f"{doc['bad_input']['duplicate_cell']}.", ""]
+    if "a105" in doc:
+        lines += _md_a105(doc["a105"])
+    for stage in doc.get("stages", []):
+        lines += _md_stage(stage)
+    for result in doc.get("e023", []):
+        lines += _md_e023(result)
+    return "\n".join(lines) + "\n"
+
+
+def _md_a105(a: dict[str, Any]) -> list[str]:
+    out = []
+    for r in a["results"]:
+        out += [f"### {r['model']} · {r['split']}", "",
+                "| estimand | benefit | 95% interval | p | positions | games | source |",
+                "|---|---|---|---|---|---|---|"]
+        for name, e in r["primary"].items():
+            out.append(f"| {name} | {_f(e['mean'])} | [{_f(e['low'])}, {_f(e['high'])}] | "
+                       f"{e['p']:.4f} | {e['n_positions']} | {e['n_games']} | "
+                       f"`{short(e['source'])}` |")
+        out += ["", "| condition | all requests | legal only (not randomized) | "
+                "catastrophic rate | source |", "|---|---|---|---|---|"]
+        for c, m in r["cell_means"].items():
+            legal = r["legal_only"]["cells"][c]
+            cat = r["catastrophic"][c]["all"]
+            out.append(f"| {c} | {_f(m['mean_regret'], '.4f')} | "
+                       f"{_f(legal['mean_regret'], '.4f')} | {_f(cat['rate'], '.4f')} | "
+                       f"`{short(m['source'])}` |")
+        att = r["attrition"]
+        out += ["", f"Attrition: {att['missing']}/{att['cells']} cells missing; condition "
+                f"hazards {', '.join(f'{k} {v:.3f}' for k, v in att['condition_hazards'].items())}"
+                f"; chi-square p {att['homogeneity_p']:.4f}; differential "
+                f"{'yes' if att['differential'] else 'no'}; complete positions "
+                f"{att['support']['complete_positions']} in {att['support']['complete_games']}"
+                " games.", ""]
+    out += ["### Claims", ""]
+    for c in a["claims"]:
+        gates = " ".join(f"{g['gate']}{'✓' if g['passed'] else '✗'}" for g in c["gates"])
+        out += [f"**{c['model']} · {c['factor']}: {c['verdict']}** (gates {gates})", "",
+                c["text"], ""]
+        if c["verdict"] == "claim":
+            out += ["It does not prove:", *[f"- {x}" for x in DOES_NOT_PROVE], ""]
+    for factor, p in a["pooled_headline"].items():
+        out += [f"Pooled {factor} (not a substitute for model-specific evidence): "
+                f"{_f(p['pooled_mean'])} [{_f(p['low'])}, {_f(p['high'])}] "
+                f"`{short(p['source'])}` — {p['verdict']}"
+                + (f" at gate 7 for {', '.join(p['gate7_fails_for'])}"
+                   if p['gate7_fails_for'] else ""), ""]
+    return out
+
+
+def _md_stage(s: dict[str, Any]) -> list[str]:
+    out = [f"### {s['model']} · {s['split']}: {s['label']}", "", s["label_meaning"], "",
+           "| figure | estimate | 95% interval | source |", "|---|---|---|---|"]
+    for name, f in s["figures"].items():
+        interval = f.get("clopper_pearson") if "low" not in f else [f["low"], f["high"]]
+        low, high = interval if interval else (None, None)
+        out.append(f"| {name} | {_f(f['estimate'], '.4f')} | [{_f(low, '.4f')}, "
+                   f"{_f(high, '.4f')}] | `{short(f['source'])}` |")
+    for arm, c in s["paired_regret_contrasts"].items():
+        out.append(f"\n{arm}: benefit {_f(c['mean'])} [{_f(c['low'])}, "
+                   f"{_f(c['high'])}], BH p {c['bh_p']:.4f} `{short(c['source'])}`")
+    return [*out, ""]
+
+
+def _md_e023(r: dict[str, Any]) -> list[str]:
+    p = r["primary"]
+    out = [f"### {r['model']} · {r['split']}", "",
+           f"Primary {p['contrast']}: {_f(p['mean'])} [{_f(p['low'])}, {_f(p['high'])}], "
+           f"p {p['p']:.4f} (two-sided alpha {p['alpha']}) — "
+           f"{'rejected' if p['rejected'] else 'not rejected'} `{short(p['source'])}`", ""]
+    for k, s in r["secondaries"].items():
+        out.append(f"- {k}: {_f(s['mean'])} [{_f(s['low'])}, {_f(s['high'])}], BH q "
+                   f"{s['bh_q']:.4f} `{short(s['source'])}`")
+    return [*out, ""]

@@ -1,0 +1,275 @@
+"""E020/E021 and E023 estimands over a verified cell table (seed 001).
+
+E020/E021 ("One outcome, two hidden stages"; ``designs/e020_e021.toml``): coverage C (a
+best move in the coverage probe's shortlist), conditional selection S per oracle arm (a
+best move chosen where one is shown), C × S, the unaided best-move rate, and the
+registered paired regret contrasts (oracle_top2 − unaided, widths, omission), with
+Benjamini–Hochberg across them. A profile label needs both stages: one cell's score is
+never decomposed ("No single cell receives a psychological label").
+
+E023 ("Hold the anchor and width fixed"): primary near_strong − far_tail WDL regret at
+two-sided alpha 0.05 (position clusters); secondaries — near_strong − mixed_tail, the
+catastrophic-blunder rate, proposer-rank-1 selection and order disagreement between the
+two counterbalanced presentations — under Benjamini–Hochberg.
+
+Every figure carries ``source``: the digest of the exact rows it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rungbench.chess.studies.analysis import (
+    CATASTROPHIC,
+    GATE,
+    Settings,
+    catastrophic_rate,
+    stream,
+)
+from rungbench.chess.studies.cells import CellRow, CellTable, subset_digest
+from rungbench.errors import Reason, Refusal
+from rungbench.stats import benjamini_hochberg_adjust, clopper_pearson, cluster_tests
+from rungbench.stats.bootstrap import MeanTest, cluster_ratio_draws, nan_interval
+
+# ----------------------------------------------------------------------- E020 / E021
+
+
+@dataclass(frozen=True)
+class StageProfile:
+    """Coverage, conditional selection and their product for one model (seed 001)."""
+
+    model: str
+    """Model snapshot."""
+    split: str
+    """Split."""
+    figures: dict[str, dict[str, Any]]
+    """``coverage``, ``selection:<arm>``, ``product:<arm>``,
+    ``selection_minus_coverage:<arm>``, ``unaided_best_rate``: estimate, interval, counts,
+    source."""
+    label: str
+    """``coverage-limited``, ``selection-limited`` or ``mixed or undetermined``."""
+    contrasts: dict[str, dict[str, Any]]
+    """Registered contrast ``a-b`` → paired regret benefit of a over b, BH-adjusted p."""
+    catastrophic: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Arm → catastrophic-blunder rate with its Clopper–Pearson interval."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the profile as a JSON-ready mapping."""
+        return {"model": self.model, "split": self.split, "figures": self.figures,
+                "label": self.label, "label_meaning": LABEL_MEANING.get(self.label, ""),
+                "paired_regret_contrasts": self.contrasts, "catastrophic": self.catastrophic}
+
+
+LABEL_MEANING = {
+    "coverage-limited": "operational: the best move often fails to enter the system's own "
+                        "candidate set, while it is chosen when present; not a claim about "
+                        "cognition",
+    "selection-limited": "operational: the best move is usually in the candidate set but "
+                         "often not chosen among available actions; not a claim about "
+                         "cognition",
+    "mixed or undetermined": "the two stages' intervals do not separate"}
+"""What each stage-profile label means (seed 001: labels are operational shorthand)."""
+
+
+def label_profile(coverage: dict[str, Any] | None,
+                  differences: dict[str, dict[str, Any]] | None) -> str:
+    """Name the stage profile from C and every S − C; refuse a label from one cell (seed
+    001, "No single cell receives a psychological label")."""
+    if coverage is None or not differences:
+        raise Refusal([Reason("single_cell_label", "a profile label needs both separately "
+                              "measured stages (the coverage probe and an oracle-list "
+                              "selection arm); one cell's score cannot be decomposed",
+                              "label")], gate=GATE)
+    if all(d["low"] > 0 for d in differences.values()):
+        return "coverage-limited"
+    if all(d["high"] < 0 for d in differences.values()):
+        return "selection-limited"
+    return "mixed or undetermined"
+
+
+SELECTION_ARMS = ("oracle_top2", "oracle_top5", "oracle_top10")
+"""Registered selection arms (``e020_e021.toml`` ``analysis.selection_arms``)."""
+CONTRASTS_E020 = (("oracle_top2", "unaided"), ("oracle_top5", "oracle_top2"),
+                  ("oracle_top10", "oracle_top5"), ("best_omitted", "oracle_top10"))
+"""Registered paired contrasts: primary oracle_top2 − unaided, widths, omission."""
+
+
+def stage_profile(table: CellTable, model: str, split: str, settings: Settings) -> StageProfile:
+    """E020/E021 coverage C (probe), S per oracle arm and C × S, jointly cluster-bootstrapped.
+
+    C = share of probe cells whose shortlist holds a best move (model failures count as not
+    covered); S(arm) = share of the arm's cells showing a best move in which one was chosen.
+    Probe and arm cells share positions, so one resample of source games draws both.
+    """
+    rows = [r for r in table.rows if r.model == model and r.split == split
+            and not r.is_reliability]
+    probe = [r for r in rows if r.condition == "self_shortlist"]
+    arms = [a for a in SELECTION_ARMS if any(r.condition == a and r.best_in_candidates
+                                            for r in rows)]
+    if not probe or not arms:
+        label_profile(None, None)
+    units = [r for r in rows if r.condition in ("self_shortlist", *arms)]
+    is_probe = np.array([float(r.condition == "self_shortlist") for r in units])
+    covered = np.array([float(r.condition == "self_shortlist" and bool(r.best_in_candidates))
+                        for r in units])
+    ratios = {"coverage": (covered, is_probe)}
+    for arm in arms:
+        shown = np.array([float(r.condition == arm and bool(r.best_in_candidates))
+                          for r in units])
+        ratios[f"selection:{arm}"] = (shown * np.array([float(bool(r.chose_best))
+                                                        for r in units]), shown)
+    estimates, draws = cluster_ratio_draws(ratios, [r.source_game for r in units],
+                                           n_boot=settings.n_boot,
+                                           rng=stream(settings, "stage", model, split))
+    for arm in arms:
+        s = f"selection:{arm}"
+        for name, value, drawn in (
+                (f"product:{arm}", estimates["coverage"] * estimates[s],
+                 draws["coverage"] * draws[s]),
+                (f"selection_minus_coverage:{arm}", estimates[s] - estimates["coverage"],
+                 draws[s] - draws["coverage"])):
+            estimates[name], draws[name] = value, drawn
+    figures: dict[str, dict[str, Any]] = {}
+    for name, value in estimates.items():
+        low, high, dropped = nan_interval(draws[name], settings.alpha)
+        group = probe if name == "coverage" else [
+            r for r in units if r.condition in ("self_shortlist", name.split(":")[-1])]
+        figures[name] = {"estimate": value, "low": low, "high": high,
+                         "dropped_resamples": dropped, "cells": len(group),
+                         "source": subset_digest(group)}
+    figures["coverage"]["clopper_pearson"] = list(clopper_pearson(
+        int(covered.sum()), len(probe), settings.alpha))
+    figures |= _arm_rates(rows, settings.alpha)
+    catastrophic = {arm: catastrophic_rate([r for r in rows if r.condition == arm],
+                                           settings.alpha)
+                    for arm in sorted({r.condition for r in rows} - {"self_shortlist"})}
+    label = label_profile(figures["coverage"], {
+        k: v for k, v in figures.items() if k.startswith("selection_minus_coverage:")})
+    return StageProfile(model, split, figures, label, _arm_contrasts(rows, settings, model),
+                        catastrophic)
+
+
+def _arm_rates(rows: Sequence[CellRow], alpha: float) -> dict[str, dict[str, Any]]:
+    group = [r for r in rows if r.condition == "unaided"]
+    if not group:
+        return {}
+    k = sum(1 for r in group if r.chose_best)
+    return {"unaided_best_rate": {"estimate": k / len(group), "clopper_pearson": list(
+        clopper_pearson(k, len(group), alpha)), "cells": len(group),
+        "source": subset_digest(group)}}
+
+
+def _arm_contrasts(rows: Sequence[CellRow], settings: Settings,
+                   model: str) -> dict[str, dict[str, Any]]:
+    """Registered paired regret contrasts (benefit of a over b), BH across them."""
+    scored = {(r.condition, r.position): r for r in rows if r.regret is not None}
+    tests: dict[str, tuple[MeanTest, str, int]] = {}
+    for a, b in CONTRASTS_E020:
+        pairs = [(scored[(b, p)], scored[(a, p)]) for (arm, p) in scored
+                 if arm == a and (b, p) in scored]
+        if len(pairs) < 2 or len({x.source_game for x, _ in pairs}) < 2:
+            continue
+        vector = [float(x.regret or 0.0) - float(y.regret or 0.0) for x, y in pairs]
+        name = f"{a}-{b}"
+        test = cluster_tests({name: vector}, [x.source_game for x, _ in pairs],
+                             n_boot=settings.n_boot, alpha=settings.alpha,
+                             rng=stream(settings, "arm", model, name))[name]
+        tests[name] = (test, subset_digest([x for pair in pairs for x in pair]),
+                       len({x.source_game for x, _ in pairs}))
+    adjusted = benjamini_hochberg_adjust([t.p for t, _, _ in tests.values()]) if tests else []
+    return {name: {**t.to_json(), "meaning": "regret(b) − regret(a): positive = a lowers "
+                   "regret", "bh_p": q, "n_games": g, "source": s}
+            for (name, (t, s, g)), q in zip(tests.items(), adjusted, strict=True)}
+
+
+# ------------------------------------------------------------------------------ E023
+
+
+@dataclass(frozen=True)
+class E023Result:
+    """E023 primary and secondary contrasts of one model and split."""
+
+    model: str
+    """Model snapshot."""
+    split: str
+    """Split."""
+    primary: dict[str, Any]
+    """near_strong − far_tail WDL regret: estimate, interval, p, rejected at alpha."""
+    secondaries: dict[str, dict[str, Any]]
+    """Secondary contrasts with Benjamini–Hochberg q-values."""
+    arms: dict[str, dict[str, Any]]
+    """Per arm: mean regret, catastrophic rate, rank-1 selection, order disagreement."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the result as a JSON-ready mapping."""
+        return {"model": self.model, "split": self.split, "primary": self.primary,
+                "secondaries": self.secondaries, "arms": self.arms}
+
+
+def _per_position(rows: Sequence[CellRow], arm: str,
+                  value: Callable[[CellRow], float]) -> dict[str, float]:
+    """Arm value per position: mean over both presentations; complete positions only."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        if r.condition == arm and not r.is_reliability:
+            by.setdefault(r.position, []).append(value(r))
+    return {p: float(np.mean(v)) for p, v in by.items() if len(v) == 2}
+
+
+def _disagreement(rows: Sequence[CellRow], arm: str) -> dict[str, float]:
+    by: dict[str, dict[str, CellRow]] = {}
+    for r in rows:
+        if r.condition == arm and not r.is_reliability and r.presentation:
+            by.setdefault(r.position, {})[r.presentation] = r
+    return {p: float(v["A"].selected_move != v["B"].selected_move)
+            for p, v in by.items() if len(v) == 2}
+
+
+def analyze_e023(table: CellTable, model: str, split: str, settings: Settings,
+                 *, primary: tuple[str, str] = ("near_strong", "far_tail"),
+                 secondary: Sequence[tuple[str, str]] = (("near_strong", "mixed_tail"),),
+                 ) -> E023Result:
+    """E023 near − far contrasts (position clusters, seed 001); positive = near is worse."""
+    rows = [r for r in table.rows if r.model == model and r.split == split]
+    measures: dict[str, Callable[[str], dict[str, float]]] = {
+        "wdl_regret": lambda a: _per_position(rows, a, lambda r: float(r.regret or 0.0)),
+        "catastrophic_rate": lambda a: _per_position(
+            rows, a, lambda r: float((r.regret or 0.0) >= CATASTROPHIC)),
+        "rank1_selection": lambda a: _per_position(rows, a, lambda r: float(r.selected_rank
+                                                                            == 1)),
+        "order_disagreement": lambda a: _disagreement(rows, a)}
+    tests = {f"{m}:{near}-{far}": _contrast(
+        measures[m](near), measures[m](far), settings, f"{model}|{split}|{m}|{near}|{far}",
+        [r for r in rows if r.condition in (near, far)])
+             for m in measures for near, far in (primary, *secondary)}
+    key = f"wdl_regret:{primary[0]}-{primary[1]}"
+    head = tests.pop(key)
+    head |= {"rejected": head["p"] <= settings.alpha, "alpha": settings.alpha}
+    q = benjamini_hochberg_adjust([t["p"] for t in tests.values()])
+    second = {k: {**t, "bh_q": qv, "rejected": qv <= settings.alpha}
+              for (k, t), qv in zip(tests.items(), q, strict=True)}
+    arms = {arm: {**{m: (float(np.mean(list(v.values()))) if (v := measures[m](arm)) else None)
+                     for m in measures},
+                  "catastrophic": catastrophic_rate([r for r in rows if r.condition == arm],
+                                                    settings.alpha),
+                  "source": subset_digest([r for r in rows if r.condition == arm])}
+            for arm in sorted({r.condition for r in rows})}
+    return E023Result(model, split, {"contrast": key, **head}, second, arms)
+
+
+def _contrast(near: dict[str, float], far: dict[str, float], settings: Settings, label: str,
+              rows: Sequence[CellRow]) -> dict[str, Any]:
+    common = sorted(set(near) & set(far))
+    if len(common) < 2:
+        raise Refusal([Reason("contrast_unsupported", f"{label}: {len(common)} complete "
+                              "positions", label)], gate=GATE)
+    vector = [near[p] - far[p] for p in common]
+    test = cluster_tests({"c": vector}, common, n_boot=settings.n_boot, alpha=settings.alpha,
+                         rng=stream(settings, label))["c"]
+    keep = set(common)
+    return {**test.to_json(), "n_positions": len(common),
+            "source": subset_digest([r for r in rows if r.position in keep])}

@@ -1,0 +1,81 @@
+"""Tests of the E020/E021 stage profile and the E023 contrasts on planted cell tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from rungbench.chess.studies.analysis import Settings
+from rungbench.chess.studies.analysis_report import analyze_table
+from rungbench.chess.studies.arms_analysis import analyze_e023, stage_profile
+from rungbench.chess.studies.cells import build_table
+from rungbench.chess.studies.planted_tables import PlantedStages, e020_table, e023_table
+from rungbench.design.presets import arms_design
+from rungbench.design.registry import load_design
+from rungbench.errors import Refusal
+from rungbench.evidence.canonical import digest
+
+SETTINGS = Settings(n_boot=600, seed=7)
+E020 = load_design("e020_e021").digest
+
+
+def test_seed_001_pair_is_coverage_limited_versus_selection_limited() -> None:
+    """C 0.35·S 0.90 and C 0.90·S 0.35 share a 0.315 product but opposite profile labels."""
+    header, rows = e020_table({"ideas": PlantedStages(0.35, 0.90),
+                               "vision": PlantedStages(0.90, 0.35)}, seed=5,
+                              positions=800, games=200, design_digest=E020)
+    table = build_table(header, list(enumerate(rows, start=2)))
+    wide = Settings(n_boot=600, seed=7, alpha=0.01)  # six intervals checked at once
+    a = stage_profile(table, "ideas", "held_out", wide)
+    b = stage_profile(table, "vision", "held_out", wide)
+    assert a.label == "coverage-limited" and b.label == "selection-limited"
+    for p, (c, s) in ((a, (0.35, 0.90)), (b, (0.90, 0.35))):
+        f = p.figures
+        assert f["coverage"]["low"] < c < f["coverage"]["high"]
+        for arm in ("oracle_top2", "oracle_top5"):
+            assert f[f"selection:{arm}"]["low"] < s < f[f"selection:{arm}"]["high"]
+            assert f[f"product:{arm}"]["low"] < 0.315 < f[f"product:{arm}"]["high"]
+        assert f["unaided_best_rate"]["clopper_pearson"][0] < 0.315 < \
+            f["unaided_best_rate"]["clopper_pearson"][1]
+    assert set(a.contrasts) == {"oracle_top2-unaided", "oracle_top5-oracle_top2"}
+    assert all(c["bh_p"] >= c["p"] for c in a.contrasts.values())
+    # ideas: the oracle list repairs a missing candidate, so top-2 lowers paired regret.
+    assert a.contrasts["oracle_top2-unaided"]["low"] > 0
+
+
+def test_a_single_cell_cannot_receive_a_profile_label() -> None:
+    """With only the unaided arm there is no decomposition: single_cell_label refusal."""
+    header, rows = e020_table({"ideas": PlantedStages(0.35, 0.90)}, seed=5, positions=40,
+                              games=10, arms=("unaided",), design_digest=E020)
+    table = build_table(header, list(enumerate(rows, start=2)))
+    with pytest.raises(Refusal) as info:
+        stage_profile(table, "ideas", "held_out", SETTINGS)
+    assert info.value.codes == ("single_cell_label",)
+
+
+def test_e023_reports_the_planted_direction_with_bh_secondaries() -> None:
+    """A diffuse selector picks rank 1 less among strong distractors, but their regret is
+    small (0.12·log rank): near_strong − far_tail regret is negative, an awkward result the
+    analysis reports as it is; secondaries carry BH q-values."""
+    header, rows = e023_table({"diffuse": 1.0}, design_digest=arms_design().digest, seed=2)
+    table = build_table(header, list(enumerate(rows, start=2)))
+    r = analyze_e023(table, "diffuse", "held_out", SETTINGS)
+    assert r.primary["rejected"] and r.primary["high"] < 0
+    assert r.secondaries["rank1_selection:near_strong-far_tail"]["high"] < 0
+    assert r.primary["contrast"] == "wdl_regret:near_strong-far_tail"
+    assert all(s["bh_q"] >= s["p"] for s in r.secondaries.values())
+    assert "order_disagreement:near_strong-far_tail" in r.secondaries
+    assert 0 < r.arms["near_strong"]["order_disagreement"] <= 1
+
+
+def test_stage_document_carries_labels_and_refuses_a_wrong_preset() -> None:
+    """analyze_table labels both profiles; a table of another E020/E021 preset is refused."""
+    header, rows = e020_table({"ideas": PlantedStages(0.35, 0.90),
+                               "vision": PlantedStages(0.90, 0.35)}, seed=6,
+                              positions=300, games=75, design_digest=E020)
+    d = analyze_table(build_table(header, list(enumerate(rows, start=2))), SETTINGS)
+    assert {s["model"]: s["label"] for s in d["stages"]} == {
+        "ideas": "coverage-limited", "vision": "selection-limited"}
+    header, rows = e020_table({"ideas": PlantedStages(0.35, 0.90)}, seed=6, positions=20,
+                              games=5, design_digest=digest({"other": "preset"}))
+    with pytest.raises(Refusal, match="manifest_mismatch"):
+        analyze_table(build_table(header, list(enumerate(rows, start=2))), SETTINGS)
