@@ -185,7 +185,8 @@ def leftover_temps(parent: Path, name: str) -> list[Path]:
     return sorted(p for p in parent.glob(f".{name}.tmp-*") if p.is_dir())
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -204,7 +205,7 @@ def clear_dead_temps(parent: Path, name: str) -> list[Path]:
     removed = []
     for temp in leftover_temps(parent, name):
         pid = temp.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(temp, ignore_errors=True)
             removed.append(temp)
     return removed

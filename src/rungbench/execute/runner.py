@@ -49,6 +49,7 @@ from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
 from rungbench.agents.protocol import Agent, Response, ToolCall, Usage
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
+from rungbench.evidence.sealed import process_alive
 from rungbench.evidence.store import ObjectStore, fsync_dir
 from rungbench.execute.events import EventLog, chained_lines, read_events, torn_bytes, utc_now
 from rungbench.execute.policy import RetryPolicy
@@ -153,20 +154,10 @@ def clear_leftovers(runs: Path) -> list[Path]:
     removed = []
     for path in sorted(runs.glob(f".*{TEMP_MARK}*")):
         pid = path.name.rpartition(TEMP_MARK)[2]
-        if path.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if path.is_dir() and pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], Schedule]:

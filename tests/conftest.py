@@ -1,0 +1,35 @@
+"""Fixtures shared across the suite: a real PostgreSQL server for the backend-parametrized
+suites (ledger, graph store, claim tables), one throw-away server per test session."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rungbench.evidence.database import PostgresServer, postgres_server, postgres_unavailable
+
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server from Debian's binaries; skipped only when they are absent (CI fails)."""
+    reason = postgres_unavailable()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI installs PostgreSQL, so these tests must run: {reason}")
+        pytest.skip(reason)
+    with postgres_server() as server:
+        yield server
+
+
+def backend_target(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> str:
+    """An SQLite file path (param ``sqlite``) or a fresh PostgreSQL database URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / f"{name}.sqlite")
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.create_database(f"{name}_{os.getpid()}_{next(_names)}")
