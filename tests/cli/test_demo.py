@@ -19,7 +19,7 @@ def test_demo_runs_every_stage_green(tmp_path: Path) -> None:
     document = json.loads(result.stdout)
     assert document["ok"] is True
     stages = document["stages"]
-    assert len(stages) == 8
+    assert len(stages) == 10
     assert all(stage["ok"] for stage in stages.values()), stages
     for layer in EXPECTED_LAYERS:
         assert any(name.endswith(layer) for name in stages), layer

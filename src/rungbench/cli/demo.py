@@ -58,6 +58,23 @@ def _causal_bench(result: StageResult) -> None:
     )
 
 
+def _instrument(result: StageResult) -> None:
+    table = Table(title="C1 recovered / C5 reversed / C5 sign-flip false accepts (of 40)")
+    for column in ("query x scorer", "ours", "seed"):
+        table.add_column(column)
+    for key, row in result.summary["table"].items():
+        table.add_row(key, " / ".join(map(str, row["ours"])), " / ".join(map(str, row["seed"])))
+    console.print(table)
+    console.print(result.summary["verdict"], highlight=False)
+
+
+def _cladder(result: StageResult) -> None:
+    s = result.summary
+    console.print(f"CLadder: {s['models']} models, {s['questions']} questions; "
+                  f"{s['quantities_wrong']} of {s['quantities']} stored quantities differ from "
+                  f"the exact oracle; {s['numeric_labels_flipped']} yes/no labels flip")
+
+
 def _census(result: StageResult) -> None:
     from rungbench.cli.chess_census import print_census
 
@@ -101,7 +118,8 @@ def _runner(result: StageResult) -> None:
 
 VIEWS: dict[str, Callable[[StageResult], None]] = {
     "evidence": _evidence, "stats": _stats, "causal_validation": _validation,
-    "causal_bench": _causal_bench, "census": _census, "labels": _labels, "designs": _designs,
+    "causal_bench": _causal_bench, "instrument": _instrument, "cladder": _cladder,
+    "census": _census, "labels": _labels, "designs": _designs,
     "runner": _runner,
 }
 """How each stage's result is shown on a terminal, by stage key."""

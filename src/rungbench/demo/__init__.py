@@ -56,6 +56,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("stats", "seed figures (stats)", "stats"),
     Stage("causal_validation", "causal oracle validation (causal)", "causal_validation"),
     Stage("causal_bench", "causal benchmark build, eval, report (causal)", "causal_bench"),
+    Stage("instrument", "causal instrument audit, C0-C5 control matrix (causal)", "instrument"),
+    Stage("cladder", "CLadder import and exact re-grade (causal)", "cladder"),
     Stage("census", "LLM Chess replay and A104 census (chess)", "census"),
     Stage("labels", "engine-blind pool, leakage gate, two-pass Stockfish labels (chess)",
           "labels"),
