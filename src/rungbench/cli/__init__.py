@@ -13,6 +13,7 @@ from rungbench.cli import (
     chess_analyze,
     chess_census,
     chess_evaluate,
+    chess_study,
     design,
     evidence,
     stats,
@@ -38,6 +39,7 @@ app.add_typer(causal.app, name="causal")
 chess_census.register(chess.app)
 chess_evaluate.register(chess.app)
 chess_analyze.register(chess.app)
+chess_study.register(chess.app)
 app.add_typer(chess.app, name="chess")
 app.command("run")(run)
 app.command("demo")(demo)

@@ -11,6 +11,11 @@ The pool is built from real positions only, before any engine is opened:
 * PGN games (JSON Lines with a ``pgn`` movetext, e.g. the Kaggle positions): the game
   is replayed from the start and its final position must equal the stored ``fen``.
   Lines whose moves are a prefix of another line's moves are one source game.
+* PGN game plies (``pgn_plies``, opt-in): the same JSON Lines, but every position
+  *along* each replayed game is a candidate, by a registered rule
+  (:class:`PlySampling`: every ``stride``-th ply whose full-move number is at least
+  ``from_move``), so the bundled games can reach the registered manifest size. The
+  lineage is the same source game as ``pgn_jsonl``; the kind is ``game_ply``.
 
 Every kept position has at least ``min_width`` legal root moves (top-10 is an actual
 condition); a colour-mirror family is kept once (first occurrence in source order).
@@ -50,13 +55,34 @@ from rungbench.evidence.paths import shared_data_dir
 POOL_SCHEMA = "rungbench.chess.pool/1"
 """Schema name and version of a frozen pool document."""
 
-SourceKind = Literal["lichess_puzzles", "pgn_jsonl"]
+SourceKind = Literal["lichess_puzzles", "pgn_jsonl", "pgn_plies"]
 """Supported pool source formats."""
 
 _PUZZLE_FIELDS = ("PuzzleId", "FEN", "Moves", "GameUrl")
 
 MAX_LEGAL_MOVES = 218
 """Most legal moves any chess position has: no width floor above it can be met."""
+
+
+@dataclass(frozen=True)
+class PlySampling:
+    """The registered rule of the ``pgn_plies`` source: which plies along a game are kept."""
+
+    from_move: int = 8
+    """Keep positions whose full-move number is at least this (move 8 on)."""
+    stride: int = 1
+    """Keep every ``stride``-th ply from the first kept one (1: every ply)."""
+
+    def __post_init__(self) -> None:
+        for name in ("from_move", "stride"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be a positive integer, got {value!r}",
+                                 field=name)
+
+    def to_json(self) -> dict[str, int]:
+        """Return the rule as recorded in the pool's source record."""
+        return {"from_move": self.from_move, "stride": self.stride}
 
 
 @dataclass(frozen=True)
@@ -69,6 +95,8 @@ class PoolSource:
     """Where it is read from."""
     limit: int | None = None
     """Read only the first ``limit`` rows or lines (None: all)."""
+    sampling: PlySampling = field(default_factory=PlySampling)
+    """The ply rule of a ``pgn_plies`` source (ignored, and not recorded, for other kinds)."""
 
     def __post_init__(self) -> None:
         if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
@@ -78,7 +106,9 @@ class PoolSource:
     @property
     def name(self) -> str:
         """Short name used in lineage records."""
-        return "lichess_puzzles" if self.kind == "lichess_puzzles" else f"pgn:{self.path.stem}"
+        if self.kind == "lichess_puzzles":
+            return "lichess_puzzles"
+        return f"{'pgn' if self.kind == 'pgn_jsonl' else 'plies'}:{self.path.stem}"
 
 
 @dataclass(frozen=True)
@@ -200,6 +230,40 @@ def read_pgn_jsonl(source: PoolSource, digest: str) -> Iterator[Position]:
         yield describe(board, lineage)
 
 
+def read_pgn_plies(source: PoolSource, digest: str) -> Iterator[Position]:
+    """Yield the positions along each line's game kept by the source's :class:`PlySampling`.
+
+    Lines extending one another share a game id (as in :func:`read_pgn_jsonl`); their
+    shared plies are the same positions and fall to the family dedup downstream.
+    """
+    path = str(source.path)
+    rows: list[tuple[int, tuple[str, ...]]] = []
+    with source.path.open(encoding="utf-8") as fh:
+        for line_no, text in enumerate(fh, start=1):
+            if source.limit is not None and line_no > source.limit:
+                break
+            rows.append((line_no, _pgn_row(text, path, line_no)[1]))
+    games = _game_groups([moves for _, moves in rows])
+    rule = source.sampling
+    for (line_no, moves), game in zip(rows, games, strict=True):
+        yield from _plies_along(moves, rule, Lineage(source.name, digest, f"line {line_no}",
+                                                     game, "game_ply"))
+
+
+def _plies_along(moves: Sequence[str], rule: PlySampling, base: Lineage) -> Iterator[Position]:
+    board = chess.Board()
+    first: int | None = None
+    for ply in range(len(moves) + 1):
+        if board.fullmove_number >= rule.from_move:
+            first = ply if first is None else first
+            if (ply - first) % rule.stride == 0:
+                lineage = Lineage(base.source, base.source_digest, f"{base.locator} ply {ply}",
+                                  base.game, base.kind)
+                yield describe(board, lineage)
+        if ply < len(moves):
+            board.push(chess.Move.from_uci(moves[ply]))
+
+
 def _pgn_row(text: str, path: str, line_no: int) -> tuple[chess.Board, tuple[str, ...]]:
     record = pgn_record(text, path=path, line=line_no)
     board, moves = _replay(record["pgn"], path=path, line=line_no)
@@ -250,6 +314,8 @@ def _read_source(source: PoolSource, config: PoolConfig) -> tuple[str, list[Posi
     digest = file_digest(str(source.path))
     if source.kind == "lichess_puzzles":
         return digest, list(read_puzzles(source, digest, pre_setup=config.include_pre_setup))
+    if source.kind == "pgn_plies":
+        return digest, list(read_pgn_plies(source, digest))
     return digest, list(read_pgn_jsonl(source, digest))
 
 
@@ -296,8 +362,12 @@ def build_pool(sources: Sequence[PoolSource], config: PoolConfig) -> dict[str, A
     for source in sources:
         digest, positions = _read_source(source, config)
         candidates.extend(positions)
-        source_records.append({"name": source.name, "kind": source.kind, "path": str(source.path),
-                               "digest": digest, "limit": source.limit, "read": len(positions)})
+        record: dict[str, Any] = {"name": source.name, "kind": source.kind,
+                                  "path": str(source.path), "digest": digest,
+                                  "limit": source.limit, "read": len(positions)}
+        if source.kind == "pgn_plies":  # recorded only for the opt-in kind: old digests hold
+            record["sampling"] = source.sampling.to_json()
+        source_records.append(record)
     kept, dropped = select_positions(candidates, config)
     cells = cell_counts(kept, config)
     shortfalls = reserve_shortfalls(cells, config)

@@ -19,4 +19,11 @@ sensitivities and attrition bounds; ``arms_analysis`` the E020/E021 coverage × 
 and E023 contrasts; ``gates`` the seven claim gates; ``wording`` the narrow claim sentence,
 the null's MDE envelope or the blocking gate; ``analysis_report`` the document behind
 ``rungbench chess analyze``; ``planted_tables`` seeded planted agents that validate it.
+
+Study binding (seeds 000–002, "the final 600-position manifest"): ``manifest`` freezes the
+quota-stratified manifest from a verified label stage; ``bindings`` binds a registered
+design to it as a content-addressed object; ``budget`` holds the frozen provider-budget
+authorization a run must be covered by; ``ladder`` renders every design's cells and the
+E020/E021 estimands; ``planted`` the planted-mechanism agents served on loopback;
+``study`` the freeze → bind → run → evaluate → status chain.
 """

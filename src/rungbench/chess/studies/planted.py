@@ -1,0 +1,274 @@
+"""Planted-mechanism agents that validate the study instrument (seed 000, seed 001).
+
+Each agent's mechanism is stated here, seeded per request (``(seed, payload digest)``),
+and independent of the analysis code: it decides from what the rendered prompt shows
+(a revealed panel, the listed candidates) and from the hidden truth a synthetic agent is
+stipulated to know (the request metadata's best set and, for E023, the hidden ranks).
+They are served through :class:`~rungbench.agents.loopback.LoopbackServer`, so the whole
+chain runs through the real ``openai`` client. They are controlled inputs, not claims
+about any model.
+
+* A105 (:class:`PanelAgent`): P(best) = ``base`` + ``lift`` × g(B, L), where B and L say
+  whether the prompt's board and legal-action panels are revealed and g is
+  ``board_limited`` B, ``list_limited`` L, ``substitutable`` B ∨ L, ``complementary``
+  B ∧ L, ``null`` 0; otherwise a uniformly random legal non-best move.
+* E020/E021 (:class:`TwoStageAgent`): a shortlist of k holds a best move with
+  probability C; from a list holding a best move it picks one with probability S, else
+  a uniform other listed move; unaided it shortlists, then selects (P(best) = C × S).
+  ``ideas_limited`` C 0.35 S 0.90, ``vision_limited`` C 0.90 S 0.35.
+* E023 (:class:`SoftmaxSelector`): P(slot s) ∝ exp((−log rank_s)/T − primacy × s);
+  ``sharp`` T 0.25, ``diffuse`` T 1.0, ``primacy`` T 1.0 with 0.5 per slot.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rungbench.agents.loopback import LoopbackServer
+from rungbench.agents.openai_provider import OpenAIProvider, Pricing
+from rungbench.agents.protocol import Agent, Request, Response, ToolCall
+from rungbench.chess.reference_agents import legal_moves
+from rungbench.chess.studies.panels import BOARD_CLOSE, BOARD_OPEN, LEGAL_CLOSE, LEGAL_OPEN, MASK
+from rungbench.errors import InputError
+
+LISTED_RE = re.compile(r"^([a-h][1-8][a-h][1-8][qrbn]?) \(", re.MULTILINE)
+"""A listed candidate line starts with its UCI move and its SAN in parentheses."""
+
+A105_MECHANISMS = ("board_limited", "list_limited", "substitutable", "complementary", "null")
+"""Registered A105 planted mechanisms."""
+TWO_STAGE = {"ideas_limited": (0.35, 0.90), "vision_limited": (0.90, 0.35)}
+"""Registered E020/E021 planted (C, S)."""
+SELECTORS = {"sharp": (0.25, 0.0), "diffuse": (1.0, 0.0), "primacy": (1.0, 0.5)}
+"""Registered E023 planted (temperature, primacy per slot)."""
+
+
+def request_rng(seed: int, request: Request) -> np.random.Generator:
+    """A generator seeded by ``seed`` and the request's payload digest."""
+    return np.random.default_rng([seed, int(request.payload_digest()[7:23], 16)])
+
+
+def _user_text(request: Request) -> str:
+    return next(m.content for m in reversed(request.messages) if m.role == "user")
+
+
+def _submit(move: str) -> Response:
+    return Response(text=None, tool_calls=(ToolCall("submit_move", json.dumps({"move": move})),))
+
+
+def _best(request: Request) -> list[str]:
+    best = request.metadata.get("best_moves")
+    if not isinstance(best, list) or not best:
+        raise InputError(f"request {request.case_id!r} has no best_moves in its metadata; a "
+                         "planted agent needs the stipulated truth", field="metadata.best_moves")
+    return [str(b) for b in best]
+
+
+def panels_shown(text: str) -> tuple[bool, bool]:
+    """Whether the prompt's board panel and legal-action panel show real content."""
+    board = text[text.index(BOARD_OPEN) + len(BOARD_OPEN):text.index(BOARD_CLOSE)]
+    legal = text[text.index(LEGAL_OPEN) + len(LEGAL_OPEN):text.index(LEGAL_CLOSE)]
+    squares = [line.split("|", 1)[1] for line in board.splitlines() if "|" in line]
+    return (any(ch not in f" {MASK}" for row in squares for ch in row),
+            any(ch not in f", {MASK}" for ch in legal))
+
+
+def _other(rng: np.random.Generator, moves: list[str], best: list[str]) -> str:
+    others = [m for m in moves if m not in best]
+    return others[int(rng.integers(len(others)))] if others else moves[0]
+
+
+@dataclass
+class PanelAgent:
+    """A105 planted agent: the best-move probability depends on the panels revealed."""
+
+    mechanism: str
+    """One of :data:`A105_MECHANISMS`."""
+    base: float = 0.2
+    """P(best) with no helpful panel."""
+    lift: float = 0.5
+    """Added P(best) when the mechanism's panels are revealed."""
+    seed: int = 0
+    """Base seed."""
+    name: str = field(init=False)
+    """Agent name recorded in run manifests."""
+
+    def __post_init__(self) -> None:
+        self.name = f"planted:a105:{self.mechanism}"
+        if self.mechanism not in A105_MECHANISMS:
+            raise InputError(f"unknown A105 mechanism {self.mechanism!r}", field="mechanism")
+        if not 0.0 <= self.base <= self.base + self.lift <= 1.0:
+            raise InputError("base and base + lift must be probabilities", field="lift")
+
+
+    def helped(self, board: bool, legal: bool) -> bool:
+        """Whether the mechanism's panels are revealed."""
+        return {"board_limited": board, "list_limited": legal, "substitutable": board or legal,
+                "complementary": board and legal, "null": False}[self.mechanism]
+
+    def respond(self, request: Request) -> Response:
+        """Choose a best move with the mechanism's probability, else a random other move."""
+        rng = request_rng(self.seed, request)
+        board, legal = panels_shown(_user_text(request))
+        p = self.base + (self.lift if self.helped(board, legal) else 0.0)
+        best = _best(request)
+        moves = legal_moves(str(request.metadata["fen"]))
+        if rng.random() < p:
+            return _submit(best[0])
+        return _submit(_other(rng, moves, best))
+
+    def describe(self) -> dict[str, Any]:
+        """The agent's stated mechanism."""
+        return {"kind": "planted", "name": self.name, "mechanism": self.mechanism,
+                "base": self.base, "lift": self.lift, "seed": self.seed}
+
+
+@dataclass
+class TwoStageAgent:
+    """E020/E021 planted agent: coverage C, then conditional selection S (seed 001)."""
+
+    mechanism: str
+    """``ideas_limited`` or ``vision_limited`` (or ``custom``)."""
+    coverage: float
+    """C."""
+    selection: float
+    """S."""
+    seed: int = 0
+    """Base seed."""
+    name: str = field(init=False)
+    """Agent name recorded in run manifests."""
+
+    def __post_init__(self) -> None:
+        self.name = f"planted:e020:{self.mechanism}"
+
+    def shortlist(self, rng: np.random.Generator, request: Request, k: int) -> list[str]:
+        """k legal moves holding a best move with probability C."""
+        best = _best(request)
+        others = [m for m in legal_moves(str(request.metadata["fen"])) if m not in best]
+        covered = bool(rng.random() < self.coverage)
+        take = min(k - 1 if covered else k, len(others))
+        picked = [others[i] for i in rng.choice(len(others), take, replace=False)]
+        moves = [*picked, best[0]] if covered else picked
+        return [moves[i] for i in rng.permutation(len(moves))]
+
+    def select(self, rng: np.random.Generator, shown: list[str], best: list[str]) -> str:
+        """A best move with probability S when one is shown, else a uniform other one."""
+        if not shown:
+            raise InputError("cannot select from an empty list", field="candidates")
+        present = [m for m in shown if m in best]
+        if present and (len(present) == len(shown) or rng.random() < self.selection):
+            return present[int(rng.integers(len(present)))]
+        return _other(rng, shown, best)
+
+    def respond(self, request: Request) -> Response:
+        """Answer the probe with a shortlist, a list arm by selection, unaided by both."""
+        rng = request_rng(self.seed, request)
+        best = _best(request)
+        size = request.metadata.get("shortlist_size")
+        if size is not None:
+            moves = self.shortlist(rng, request, int(size))
+            return Response(text=None, tool_calls=(ToolCall("submit_shortlist",
+                                                 json.dumps({"moves": moves})),))
+        shown = LISTED_RE.findall(_user_text(request))
+        if not shown:
+            shown = self.shortlist(rng, request, 5)
+        return _submit(self.select(rng, shown, best))
+
+    def describe(self) -> dict[str, Any]:
+        """The agent's stated mechanism."""
+        return {"kind": "planted", "name": self.name, "coverage": self.coverage,
+                "selection": self.selection, "seed": self.seed}
+
+
+@dataclass
+class SoftmaxSelector:
+    """E023 planted selector: softmax over −log(hidden rank) with a primacy penalty."""
+
+    mechanism: str
+    """``sharp``, ``diffuse`` or ``primacy``."""
+    temperature: float
+    """Softmax temperature."""
+    primacy: float = 0.0
+    """Logit penalty per slot (0 = none)."""
+    seed: int = 0
+    """Base seed."""
+    name: str = field(init=False)
+    """Agent name recorded in run manifests."""
+
+    def __post_init__(self) -> None:
+        self.name = f"planted:e023:{self.mechanism}"
+
+    def probabilities(self, ranks: list[int]) -> list[float]:
+        """Choice probability of each slot."""
+        logits = [-math.log(r) / self.temperature - self.primacy * s
+                  for s, r in enumerate(ranks)]
+        top = max(logits)
+        weights = [math.exp(v - top) for v in logits]
+        total = sum(weights)
+        return [w / total for w in weights]
+
+    def respond(self, request: Request) -> Response:
+        """Pick a listed move by the softmax of its hidden rank and slot."""
+        rng = request_rng(self.seed, request)
+        shown = LISTED_RE.findall(_user_text(request))
+        ranks = request.metadata.get("ranks")
+        if not shown or not isinstance(ranks, list) or len(ranks) != len(shown):
+            raise InputError(f"request {request.case_id!r} shows no ranked list",
+                             field="metadata.ranks")
+        p = self.probabilities([int(r) for r in ranks])
+        return _submit(shown[int(rng.choice(len(shown), p=p))])
+
+    def describe(self) -> dict[str, Any]:
+        """The agent's stated mechanism."""
+        return {"kind": "planted", "name": self.name, "temperature": self.temperature,
+                "primacy": self.primacy, "seed": self.seed}
+
+
+PlantedAgent = PanelAgent | TwoStageAgent | SoftmaxSelector
+"""Any planted agent."""
+PLANTED_NAMES = (*(f"a105:{m}" for m in A105_MECHANISMS), *(f"e020:{m}" for m in TWO_STAGE),
+                 *(f"e023:{m}" for m in SELECTORS))
+"""Every registered planted agent name."""
+
+
+def planted_agent(name: str, *, seed: int = 0) -> PlantedAgent:
+    """Return the planted agent registered as ``name`` (see :data:`PLANTED_NAMES`)."""
+    family, _, mech = name.partition(":")
+    if family == "a105" and mech in A105_MECHANISMS:
+        return PanelAgent(mech, seed=seed)
+    if family == "e020" and mech in TWO_STAGE:
+        return TwoStageAgent(mech, *TWO_STAGE[mech], seed=seed)
+    if family == "e023" and mech in SELECTORS:
+        return SoftmaxSelector(mech, *SELECTORS[mech], seed=seed)
+    raise InputError(f"unknown planted agent {name!r}; known: {', '.join(PLANTED_NAMES)}",
+                     field="agent")
+
+
+LOOPBACK_KEY_ENV = "RUNGBENCH_LOOPBACK_KEY"
+"""Environment name the loopback provider reads its (per-server, random) key from."""
+
+
+@contextmanager
+def loopback_provider(agent: Agent, requests: Iterable[Request], *, model: str,
+                      delay_s: float = 0.0, pricing: Pricing | None = None,
+                      key: str = "loopback-planted") -> Iterator[OpenAIProvider]:
+    """Serve ``agent`` on 127.0.0.1 and yield the real OpenAI-client provider pointed at it.
+
+    ``requests`` are registered with the server so the agent sees their metadata (never
+    sent over the wire); the provider sees only the payload.
+    """
+    with LoopbackServer(agent, api_key=key, requests=requests, delay_s=delay_s,
+                        model=model) as server:
+        provider = OpenAIProvider(model, base_url=server.base_url, api_key_env=LOOPBACK_KEY_ENV,
+                                  environ={LOOPBACK_KEY_ENV: key}, pricing=pricing)
+        try:
+            yield provider
+        finally:
+            provider.close()

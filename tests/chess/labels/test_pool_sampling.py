@@ -1,0 +1,74 @@
+"""Positions sampled along the bundled PGN games (the opt-in ``pgn_plies`` source kind)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from rungbench.chess.labels.pool import (
+    PlySampling,
+    PoolConfig,
+    PoolSource,
+    build_pool,
+    bundled_data_dir,
+    read_pgn_jsonl,
+    read_pgn_plies,
+)
+from rungbench.chess.position import board_from_fen
+from rungbench.errors import InputError
+from rungbench.evidence.canonical import digest, file_digest
+
+DATA = bundled_data_dir()
+GAMES = DATA / "kaggle_chess_positions" / "filtered_chess_positions.jsonl"
+PUZZLES = DATA / "lichess_puzzles" / "puzzles.csv"
+PINNED = "sha256:a831f25d576424ae73aee5d8d526235d8157fb6ce77703d72a72d4d02fafc67e"
+"""Digest of the pool below built by pool.py as committed before ``pgn_plies`` existed."""
+
+
+def test_existing_pool_digest_unchanged() -> None:
+    """A pool of the pre-existing kinds hashes exactly as before the new kind was added."""
+    sources = [PoolSource("lichess_puzzles", PUZZLES, 50), PoolSource("pgn_jsonl", GAMES)]
+    document = build_pool(sources, PoolConfig(reserve=0))
+    assert digest(document) == PINNED
+    assert all("sampling" not in s for s in document["sources"])
+
+
+def test_plies_follow_the_registered_rule() -> None:
+    """Every sampled ply is at full move >= from_move, on the stride, in the line's game."""
+    source = PoolSource("pgn_plies", GAMES, 5, sampling=PlySampling(from_move=8, stride=2))
+    plies = list(read_pgn_plies(source, file_digest(str(GAMES))))
+    finals = list(read_pgn_jsonl(PoolSource("pgn_jsonl", GAMES, 5), file_digest(str(GAMES))))
+    assert plies and {p.lineage.kind for p in plies} == {"game_ply"}
+    assert all(board_from_fen(p.fen).fullmove_number >= 8 for p in plies)
+    by_line: dict[str, list[int]] = {}
+    for p in plies:
+        line, _, ply = p.lineage.locator.rpartition(" ply ")
+        by_line.setdefault(line, []).append(int(ply))
+    for ply_list in by_line.values():
+        assert all(b - a == 2 for a, b in itertools.pairwise(ply_list))
+    assert {p.lineage.game for p in plies} <= {f.lineage.game for f in finals}
+
+
+def test_plies_reach_the_manifest_size() -> None:
+    """The bundled data along games gives thousands of width >= 10 positions, families once."""
+    sources = [PoolSource("lichess_puzzles", PUZZLES),
+               PoolSource("pgn_plies", GAMES, sampling=PlySampling(from_move=8))]
+    document = build_pool(sources, PoolConfig(reserve=0))
+    assert len(document["positions"]) == 7657
+    assert all(p["width"] >= 10 for p in document["positions"])
+    assert len({p["family"] for p in document["positions"]}) == len(document["positions"])
+    plies = next(s for s in document["sources"] if s["kind"] == "pgn_plies")
+    assert plies["sampling"] == {"from_move": 8, "stride": 1}
+    games: dict[str, set[str]] = {}
+    for p in document["positions"]:
+        games.setdefault(p["lineage"]["game"], set()).add(p["split"])
+    assert all(len(splits) == 1 for splits in games.values())
+
+
+@pytest.mark.parametrize("bad", [{"from_move": 0}, {"stride": 0}, {"stride": True}])
+def test_bad_sampling_rule_is_an_input_error(bad: dict[str, int]) -> None:
+    """A non-positive or non-integer sampling constant names its field."""
+    with pytest.raises(InputError) as err:
+        PlySampling(**bad)
+    assert err.value.field in bad
