@@ -6,11 +6,7 @@ PostgreSQL server (tests/causal/instrument/conftest.py)."""
 from __future__ import annotations
 
 import multiprocessing
-import os
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -260,46 +256,10 @@ def test_every_table_is_keyed_by_episode_and_seq() -> None:
         assert {"episode_id", "seq", "log_seq", "prev_hash", "hash"} <= set(cols)
 
 
-def _postgres_unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to run a throwaway PostgreSQL server as the postgres user"
-    if not all(shutil.which(b) for b in ("initdb", "pg_ctl", "psql")):
-        return "PostgreSQL binaries (initdb, pg_ctl, psql) not installed"
-    try:
-        import pwd
-        pwd.getpwnam("postgres")
-    except KeyError:
-        return "no postgres user"
-    return None
-
-
-def test_ddl_runs_on_postgresql() -> None:
+def test_ddl_runs_on_postgresql(postgres: PostgresServer) -> None:
     """The same CREATE TABLE/INDEX statements run on a real PostgreSQL server."""
-    reason = _postgres_unavailable()
-    if reason is not None:
-        pytest.skip(reason)
-    d = Path(tempfile.mkdtemp(prefix="rbpg-", dir="/tmp"))
-    shutil.chown(d, "postgres", "postgres")
-    data = d / "data"
-
-    def as_pg(*cmd: str, **kw: object) -> subprocess.CompletedProcess[str]:
-        result: subprocess.CompletedProcess[str] = subprocess.run(
-            list(cmd), user="postgres", capture_output=True, text=True, timeout=120,
-            cwd=str(d), **kw)  # type: ignore[call-overload]
-        return result
-
-    try:
-        assert as_pg("initdb", "-D", str(data), "-A", "trust").returncode == 0
-        r = as_pg("pg_ctl", "-D", str(data), "-w", "-l", str(d / "log"), "-o",
-                  f"-c listen_addresses='' -c unix_socket_directories={d}", "start")
-        assert r.returncode == 0, r.stderr
-        script = ";\n".join(claims.TABLE_DDL) + ";\n"
-        r = as_pg("psql", "-h", str(d), "-d", "postgres", "-v", "ON_ERROR_STOP=1",
-                  "-q", "-c", script)
-        assert r.returncode == 0, r.stderr
-        r = as_pg("psql", "-h", str(d), "-d", "postgres", "-At", "-c",
-                  "SELECT count(*) FROM information_schema.tables WHERE table_schema='public'")
-        assert r.stdout.strip() == str(len(claims.TABLE_NAMES))
-    finally:
-        as_pg("pg_ctl", "-D", str(data), "-m", "immediate", "stop")
-        shutil.rmtree(d, ignore_errors=True)
+    with connect(postgres.create_database("claims_ddl")) as db:
+        for statement in claims.TABLE_DDL:
+            db.execute(statement)
+        db.commit()
+        assert set(claims.TABLE_NAMES) <= db.tables()

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,36 +16,22 @@ from rungbench.causal.instrument.graph_store import (
     write_store,
 )
 from rungbench.errors import InputError, IntegrityError
+from rungbench.evidence.database import PostgresServer, connect
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
-
-@pytest.mark.skipif(not (PG_BIN / "initdb").exists(), reason="PostgreSQL 15 binaries absent")
-def test_ddl_runs_on_postgresql() -> None:
-    """Every statement of DDL and LEGACY_DDL runs on a throw-away PostgreSQL 15 server."""
-    root = Path(tempfile.mkdtemp(prefix="rbgs-", dir="/tmp"))
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses root: run as postgres in a folder it owns
-        shutil.chown(root, "postgres", "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
-    data, sock = root / "pg", str(root)
-    try:
-        subprocess.run([*run_as, str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust",
-                        "-U", "pg"], check=True, capture_output=True)
-        subprocess.run([*run_as, str(PG_BIN / "pg_ctl"), "-D", str(data), "-w", "-l",
-                        str(root / "log"), "-o", f"-k {sock} -c listen_addresses='' -p 54329",
-                        "start"], check=True, capture_output=True)
-        script = ";\n".join(DDL) + ";\nCREATE SCHEMA legacy;\nSET search_path TO legacy;\n" \
-            + ";\n".join(LEGACY_DDL) + ";\n"
-        done = subprocess.run([*run_as, str(PG_BIN / "psql"), "-h", sock, "-p", "54329",
-                               "-U", "pg", "-d", "postgres", "-v", "ON_ERROR_STOP=1"],
-                              input=script, text=True, capture_output=True)
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.count("CREATE TABLE") == 5
-    finally:
-        subprocess.run([*run_as, str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                        "stop"], capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+def test_ddl_runs_on_postgresql(postgres: PostgresServer) -> None:
+    """Every statement of DDL and LEGACY_DDL runs on a real PostgreSQL server."""
+    with connect(postgres.create_database("graph_ddl")) as db:
+        for statement in DDL:
+            db.execute(statement)
+        db.execute("CREATE SCHEMA legacy")
+        db.execute("SET search_path TO legacy")
+        for statement in LEGACY_DDL:
+            db.execute(statement)
+        db.commit()
+        created = db.execute("SELECT count(*) FROM information_schema.tables "
+                             "WHERE table_schema IN ('public', 'legacy')").fetchone()[0]
+        assert created == 5
 
 
 def test_store_round_trips_typed_edges_and_checks_its_schema(tmp_path: Path) -> None:

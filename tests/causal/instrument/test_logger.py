@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conftest import skip_unless_ci
 
 from rungbench.causal.instrument import logger
 from rungbench.causal.instrument.claims import Receipt, anchors_from, verify_store
@@ -201,7 +202,7 @@ def test_cli_start_stop_verify_names_an_edited_row() -> None:
 def test_root_without_user_is_refused() -> None:
     """As root, the logger refuses to start without --user (or an explicit --allow-root)."""
     if os.geteuid() != 0:
-        pytest.skip("the refusal applies only when the test runs as root")
+        skip_unless_ci("the refusal applies only when the test runs as root")
     d = _state_dir()
     try:
         with pytest.raises(Refusal) as err:
@@ -223,7 +224,7 @@ def _can_create_users() -> str | None:
 def two_users() -> Iterator[tuple[str, str]]:
     reason = _can_create_users()
     if reason is not None:
-        pytest.skip(reason)
+        skip_unless_ci(reason)
     tag = uuid.uuid4().hex[:6]
     names = (f"rblog{tag}", f"rbagt{tag}")
     for n in names:
@@ -280,7 +281,7 @@ def test_privilege_drop_agent_cannot_open_the_store(two_users: tuple[str, str]) 
                  "print(json.dumps(out))\n")
         python = shutil.which("python3", path="/usr/bin:/bin")
         if python is None:
-            pytest.skip("no system python3 the agent user can execute")
+            skip_unless_ci("no system python3 the agent user can execute")
         r = subprocess.run([python, "-c", agent, str(config.db_path),
                             str(config.socket_path), json.dumps(CLAIM), config.state_dir],
                            user=agent_user, group=agent_user, capture_output=True, text=True,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import skip_unless_ci
 
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import score_responses
@@ -28,8 +29,14 @@ from rungbench.causal.bench.verified import (
 from rungbench.causal.interop import inspect_bridge as bridge
 from rungbench.errors import IntegrityError, Refusal
 
-pytestmark = pytest.mark.skipif(bridge.inspect_available() is not None,
-                                reason=str(bridge.inspect_available()))
+UNAVAILABLE = bridge.inspect_available()
+"""Why inspect_ai cannot be used here; the test extra installs it, so under CI it must be."""
+
+
+@pytest.fixture(autouse=True)
+def _inspect_installed() -> None:
+    if UNAVAILABLE is not None:
+        skip_unless_ci(UNAVAILABLE)
 
 SHIM = '''import sys
 import inspect_ai.model._model as model_module
