@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.chess.studies import study_fixtures as fx  # one label stage per process
 
 from rungbench.chess.labels.idle import IdleGate
 from rungbench.chess.studies import budget as bud
@@ -26,20 +24,6 @@ from rungbench.chess.studies.ladder import (
 from rungbench.chess.studies.manifest import load_manifest
 from rungbench.chess.studies.planted import TWO_STAGE, loopback_provider, planted_agent
 
-
-def _load_fixtures() -> ModuleType:
-    """The shared study fixtures module (one instance per process: the stage is built once)."""
-    name = "rungbench_study_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("study_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-fx = _load_fixtures()
 REPS = 10
 """Seeded replicate runs of each planted agent (24 positions each)."""
 MODELS = [f"{kind}-r{i}" for kind in TWO_STAGE for i in range(REPS)]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.chess.studies import study_fixtures as fx  # one label stage per process
 
 from rungbench.chess.studies.manifest import (
     freeze_manifest,
@@ -20,21 +18,7 @@ from rungbench.chess.studies.manifest import (
 from rungbench.design.registry import load_design
 from rungbench.errors import InputError, IntegrityError, Refusal
 
-
-def _load_fixtures() -> ModuleType:
-    """The shared study fixtures module (one instance per process: the stage is built once)."""
-    name = "rungbench_study_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("study_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-_fx = _load_fixtures()
-small_preset, small_stage = _fx.small_preset, _fx.small_stage
+small_preset, small_stage = fx.small_preset, fx.small_stage
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -10,10 +9,10 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.chess.studies import study_fixtures as fx  # one label stage per process
 
 from rungbench.agents.openai_provider import Pricing
 from rungbench.chess.studies import budget as bud
@@ -29,20 +28,6 @@ from rungbench.errors import Refusal
 from rungbench.evidence.canonical import digest
 from rungbench.execute.runner import EVENTS, load_run, read_log, verify_run
 
-
-def _load_fixtures() -> ModuleType:
-    """The shared study fixtures module (one instance per process: the stage is built once)."""
-    name = "rungbench_study_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("study_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-fx = _load_fixtures()
 PRICING = Pricing(usd_per_mtok_in=1.0, usd_per_mtok_out=4.0)
 
 

@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import typer
+from tests.chess.studies import study_fixtures as fx  # one label stage per process
 from typer.testing import CliRunner
 
 from rungbench.chess.studies import study as st
 from rungbench.cli.chess_study import register
 
-
-def _load_fixtures() -> ModuleType:
-    """The shared study fixtures module (one instance per process: the stage is built once)."""
-    name = "rungbench_study_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("study_fixtures.py"))
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-fx = _load_fixtures()
 APP = typer.Typer()
 register(APP)
 RUNNER = CliRunner()
