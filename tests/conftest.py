@@ -1,5 +1,6 @@
 """Fixtures shared across the suite: a real PostgreSQL server for the backend-parametrized
-suites (ledger, graph store, claim tables), one throw-away server per test session."""
+suites (ledger, graph store, claim tables), one throw-away server per test session; one local
+Ray cluster for the Ray executor tests."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,3 +41,16 @@ def backend_target(request: pytest.FixtureRequest, tmp_path: Path, name: str) ->
         return str(tmp_path / f"{name}.sqlite")
     server: PostgresServer = request.getfixturevalue("postgres")
     return server.create_database(f"{name}_{os.getpid()}_{next(_names)}")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    """One local Ray cluster (``ray.init(num_cpus=2)``) shared by every Ray test of this process;
+    skipped only without the ``rungbench[ray]`` extra (CI fails instead)."""
+    from rungbench.execute.executors import ray_missing, ray_session
+
+    reason = ray_missing()
+    if reason is not None:
+        skip_unless_ci(reason)
+    with ray_session(num_cpus=2) as session:
+        yield session

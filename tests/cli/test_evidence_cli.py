@@ -482,3 +482,35 @@ def test_wrong_path_kinds_fail_in_one_line(tmp_path: Path, index: int) -> None:
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 or result.exit_code == 3, result.output
     assert str(tmp_path) in _flat(result.output), result.output
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A ledger target for the CLI: an SQLite file path or a real PostgreSQL database URL."""
+    from tests.conftest import backend_target
+
+    return backend_target(request, tmp_path, "cli_ledger")
+
+
+def test_ledger_commands_take_a_file_or_a_postgresql_url(ledger_db: str) -> None:
+    """ledger-append/verify and ref --ledger accept either target unchanged (a URL is not
+    collapsed into a path); a raw-SQL edit is named with exit 1 and no password is printed."""
+    from urllib.parse import urlsplit
+
+    from rungbench.evidence.database import connect
+
+    for i in range(3):
+        result = _cli("ledger-append", ledger_db, "--kind", "k", "--payload", f'{{"i":{i}}}',
+                      "--json")
+        assert result.exit_code == 0, result.output
+    doc = _doc(_cli("ledger-verify", ledger_db, "--json"))
+    assert doc["ok"] and doc["count"] == 3
+    with connect(ledger_db) as db:
+        on = " ON ledger_events" if db.dialect == "postgresql" else ""
+        db.execute(f"DROP TRIGGER ledger_events_no_update{on}")
+        db.execute("""UPDATE ledger_events SET payload = '{"i":7}' WHERE seq = 2""")
+    result = _cli("ledger-verify", ledger_db)
+    assert result.exit_code == 1 and "seq 2" in _flat(result.output)
+    password = urlsplit(ledger_db).password
+    assert password is None or password not in result.output
+    assert _cli("ledger-append", ledger_db, "--kind", "k").exit_code != 0  # never extended

@@ -138,3 +138,49 @@ def test_sigkill_then_resume_finishes_every_cell_once(tmp_path: Path) -> None:
         assert KEY.encode() not in path.read_bytes(), f"API key found in {path}"
     for stream in (first_out, first_err, second_out, second_err):
         assert KEY.encode() not in stream
+
+
+def test_sigkill_mid_batch_under_group_commit_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    """kill -9 while 12 cells are in flight and batches are being committed: the log verifies,
+    no cell has two finals, every attempt left open is closed as interrupted on resume, and no
+    cell whose final was on disk at the kill is sent again."""
+    cells = 60
+    puzzles = shared_data_dir() / "lichess_puzzles" / "puzzles.csv"
+    schedule = puzzle_schedule(puzzles, limit=cells)
+    out = tmp_path / "out"
+    common = ["--model", "openai:loopback", "--api-key-env", "RB_TEST_KEY", "--out", str(out),
+              "--concurrency", "12", "--json"]
+    with LoopbackServer(RandomMover(seed=5), api_key=KEY, requests=[c.request for c in schedule],
+                        delay_s=0.03) as server:
+        first = _cli([str(puzzles), "--limit", str(cells), "--base-url", server.base_url, *common])
+        run_dir = _wait_for_finals(out, 15, first)
+        os.kill(first.pid, signal.SIGKILL)
+        first.communicate()
+        assert first.returncode == -signal.SIGKILL
+        time.sleep(0.2)
+        killed = read_events(run_dir / "events.jsonl")  # verifies the chain and one final a cell
+        done_before = {str(e["cell"]) for e in killed if e["kind"] == "final"}
+        answered = {(e["cell"], e["attempt"]) for e in killed if e["kind"] == "tool_event"}
+        open_at_kill = [(e["cell"], e["attempt"]) for e in killed
+                        if e["kind"] == "attempt" and (e["cell"], e["attempt"]) not in answered]
+        sent_before = dict(server.counts)
+        assert 15 <= len(done_before) < cells and open_at_kill
+        second = _cli([str(puzzles), "--limit", str(cells), "--resume", run_dir.name,
+                       "--base-url", server.base_url, *common])
+        second_out, second_err = second.communicate(timeout=120)
+        assert second.returncode == 0, second_err.decode()
+    summary = json.loads(second_out)
+    assert summary["complete"] and summary["skipped"] == len(done_before)
+    assert verify_run(run_dir).ok
+    events = read_events(run_dir / "events.jsonl")
+    finals = [str(e["cell"]) for e in events if e["kind"] == "final"]
+    assert sorted(finals) == sorted(c.cell_id for c in schedule)
+    closed = {(e["cell"], e["attempt"]) for e in events
+              if e["kind"] == "tool_event" and e["outcome"] == "interrupted"}
+    assert set(open_at_kill) <= closed
+    attempts = [(e["cell"], e["attempt"]) for e in events if e["kind"] == "attempt"]
+    tool_events = [(e["cell"], e["attempt"]) for e in events if e["kind"] == "tool_event"]
+    assert sorted(attempts) == sorted(tool_events) and len(set(attempts)) == len(attempts)
+    by_cell = {c.cell_id: c.request.payload_digest() for c in schedule}
+    for cell_id in done_before:
+        assert server.counts[by_cell[cell_id]] == sent_before[by_cell[cell_id]], cell_id

@@ -207,6 +207,45 @@ def test_concurrency_does_not_change_answers(tmp_path: Path) -> None:
     assert finals[0] == finals[1] and len(finals[0]) == 24
 
 
+class _Tracked(Scripted):
+    """A scripted agent that records the thread of every call and the most calls at once."""
+
+    def __init__(self, failures: dict[str, list[Any]] | None = None) -> None:
+        super().__init__(failures)
+        self.threads: set[str] = set()
+        self.in_flight = self.max_in_flight = 0
+
+    def respond(self, request: Request) -> Response:
+        with self._lock:
+            self.threads.add(threading.current_thread().name)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            threading.Event().wait(0.01)
+            return super().respond(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+def test_a_given_executor_carries_every_call_under_the_driver_bound(tmp_path: Path) -> None:
+    """execute_run(executor=...) sends each call through it, at most `concurrency` at once,
+    retries failures raised there, and logs the same finals as the driver's own threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    failures = {"c001": [Outcome.PROVIDER_ERROR]}
+    agent = _Tracked(failures)
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="given-pool") as pool:
+        run_dir, summary = _run(tmp_path / "given", agent, n=12, concurrency=3, executor=pool)
+    local_dir, _ = _run(tmp_path / "local", Scripted(failures), n=12, concurrency=3)
+    assert agent.threads and all(t.startswith("given-pool") for t in agent.threads)
+    assert agent.max_in_flight <= 3 and summary.sent == 13 and summary.finalized == 12
+    assert agent.calls["c001"] == 2 and verify_run(run_dir, validate_move).ok
+    finals = [{e["cell"]: (e["outcome"], e["arguments"], e["attempts"]) for e in
+               _events(r, "final")} for r in (run_dir, local_dir)]
+    assert finals[0] == finals[1] and len(finals[0]) == 12
+
+
 def test_progress_hook_reaches_the_total(tmp_path: Path) -> None:
     """The progress hook starts at the skipped count and ends at the number of cells."""
     seen: list[tuple[int, int]] = []

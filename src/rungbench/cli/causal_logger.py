@@ -20,17 +20,23 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document."
 StateOpt = Annotated[pathlib.Path, typer.Option(
     "--state-dir", help="Logger directory (claims.sqlite, logger.sock, logger.pid).")]
 
+DbUrlOpt = Annotated[str | None, typer.Option(
+    "--db", help="Keep the claim store in this postgresql:// database (default: "
+    "claims.sqlite in --state-dir).")]
+
 logger_app = typer.Typer(help="The claim-store logger: sole owner of the database, "
                          "insert-only over a Unix socket.", no_args_is_help=True)
 
 
 def _config(state_dir: pathlib.Path, user: str | None = None, allow_root: bool = False,
-            namespace: str | None = None, resolver_uids: list[int] | None = None) -> Any:
+            namespace: str | None = None, resolver_uids: list[int] | None = None,
+            db_url: str | None = None, as_json: bool = False) -> Any:
     from rungbench.causal.instrument.logger import BENCH_NAMESPACE, LoggerConfig
 
     reserved = () if namespace is not None else (BENCH_NAMESPACE,)
-    return LoggerConfig(str(state_dir.resolve()), user, allow_root, namespace, reserved,
-                        tuple(resolver_uids) if resolver_uids else None)
+    return run(lambda: LoggerConfig(str(state_dir.resolve()), user, allow_root, namespace,
+                                    reserved, tuple(resolver_uids) if resolver_uids else None,
+                                    db_url), as_json=as_json)
 
 
 @logger_app.command("start")
@@ -48,12 +54,13 @@ def start_command(
         "events.")] = None,
     foreground: Annotated[bool, typer.Option(
         "--foreground", help="Run in this process until SIGTERM/SIGINT.")] = False,
+    db: DbUrlOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Start the logger (detached unless --foreground); returns once it answers."""
     from rungbench.causal.instrument import logger
 
-    config = _config(state_dir, user, allow_root, namespace, resolver_uid)
+    config = _config(state_dir, user, allow_root, namespace, resolver_uid, db, as_json)
     if foreground:
         run(lambda: logger.serve(config), as_json=as_json)
         if as_json:
@@ -81,11 +88,12 @@ def stop_command(state_dir: StateOpt, as_json: JsonOpt = False) -> None:
 
 
 @logger_app.command("status")
-def status_command(state_dir: StateOpt, as_json: JsonOpt = False) -> None:
-    """Pid, whether the socket answers, and the store file's owner and mode."""
+def status_command(state_dir: StateOpt, db: DbUrlOpt = None, as_json: JsonOpt = False) -> None:
+    """Pid, whether the socket answers, and the store (a file's owner and mode)."""
     from rungbench.causal.instrument import logger
 
-    result = run(lambda: logger.status(_config(state_dir, allow_root=True)), as_json=as_json)
+    config = _config(state_dir, allow_root=True, db_url=db, as_json=as_json)
+    result = run(lambda: logger.status(config), as_json=as_json)
     if as_json:
         emit_json({"ok": True, **result})
     else:
@@ -97,8 +105,8 @@ def status_command(state_dir: StateOpt, as_json: JsonOpt = False) -> None:
 def verify_command(
     state_dir: Annotated[pathlib.Path | None, typer.Option(
         "--state-dir", help="Logger directory whose store to verify.")] = None,
-    db: Annotated[pathlib.Path | None, typer.Option(
-        "--db", help="A claim store file (instead of --state-dir).")] = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="A claim store file or postgresql:// URL (instead of --state-dir).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Verify every hash chain; name each edited, deleted or reordered row (exit 1 if any)."""
@@ -107,7 +115,7 @@ def verify_command(
 
     if (state_dir is None) == (db is None):
         raise typer.BadParameter("give exactly one of --state-dir or --db", param_hint="--db")
-    path = db if db is not None else state_dir / DB_NAME  # type: ignore[operator]
+    path = db if db is not None else str(state_dir / DB_NAME)  # type: ignore[operator]
     report = run(lambda: verify_store(path), as_json=as_json)
     if as_json:
         emit_json(report.to_json())
@@ -132,12 +140,13 @@ def bench_command(
                                                help="Client counts to measure.")] = [1, 8],  # noqa: B006
     events: Annotated[int, typer.Option("--events", min=1, max=1_000_000,
                                         help="Events per client.")] = 500,
+    db: DbUrlOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Events per second through the socket of a running benchmark logger (namespace bench:)."""
     from rungbench.causal.instrument import client, logger
 
-    config = _config(state_dir, allow_root=True)
+    config = _config(state_dir, allow_root=True, db_url=db, as_json=as_json)
     def measure(n: int) -> dict[str, Any]:
         return client.throughput(config.socket_path, n, events)
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from rungbench.cli._common import JSON_OPTION, choice, console, emit_json, progress_bar, run
+from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
 
 EVALUATOR_KEYS = ("ethereal", "toga2", "stockfish")
 """Registered evaluators (:data:`rungbench.chess.studies.evaluator.EVALUATORS`)."""
@@ -63,16 +64,20 @@ def evaluate_cmd(
     model: Path | None = MODEL_OPTION,
     max_load: float | None = typer.Option(None, help="Idle gate: max 1-minute load."),
     force: bool = typer.Option(False, "--force", help="Replace an existing evaluation."),
+    executor: str = EXECUTOR_OPTION,
+    ray_address: str | None = RAY_ADDRESS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Score every cell of RUN: WDL regret of legal moves, 1.0 for model failures."""
     from rungbench.chess.labels.idle import IdleGate, default_max_load
     from rungbench.chess.studies.evaluation import StageOptions, evaluate_run
     from rungbench.chess.studies.evaluator import EvaluatorConfig
+    from rungbench.execute.executors import executor_for
 
     if proxy is not None and evaluator not in ("ethereal", proxy):
         raise typer.BadParameter(f"--proxy {proxy} conflicts with --evaluator {evaluator}")
     key = proxy or evaluator
+    kind = executor_kind(executor, ray_address)
 
     def action() -> dict[str, Any]:
         config = EvaluatorConfig(evaluator=key, depth=depth, hash_mb=hash_mb, timeout_s=timeout,
@@ -81,8 +86,9 @@ def evaluate_cmd(
                                out=out or default_out(run_dir, key, proxy is not None),
                                workers=workers, force=force)
         gate = IdleGate(max_load=default_max_load() if max_load is None else max_load)
-        with progress_bar("evaluating", quiet=as_json) as tick:
-            return evaluate_run(run_dir, manifest, config, options, gate, tick)
+        with progress_bar("evaluating", quiet=as_json) as tick, executor_for(
+                kind, address=ray_address, workers=workers) as pool:
+            return evaluate_run(run_dir, manifest, config, options, gate, tick, executor=pool)
 
     summary = run(action, as_json=as_json)
     if as_json:

@@ -29,6 +29,7 @@ from rungbench.evidence import (
     read_manifest,
     resolve_builder,
 )
+from rungbench.evidence.database import redact
 from rungbench.evidence.inventory import InventoryReport, verify_inventory
 from rungbench.evidence.operations import (
     append_event,
@@ -125,7 +126,7 @@ def _print_report(report: InventoryReport) -> None:
 
 @app.command("ledger-verify")
 def ledger_verify(
-    db: Annotated[Path, typer.Argument(help="Ledger SQLite file.")],
+    db: Annotated[str, typer.Argument(help="Ledger: an SQLite file, or a postgresql:// URL.")],
     anchor: Annotated[
         str | None,
         typer.Option(
@@ -157,7 +158,8 @@ def ledger_verify(
     else:
         bad = report.first_bad
         err_console.print(
-            f"[bold red]error[/] {db}: row seq {bad.seq} is bad ({bad.problem}): {bad.detail}",
+            f"[bold red]error[/] {redact(db)}: row seq {bad.seq} is bad ({bad.problem}): "
+            f"{bad.detail}",
             highlight=False,
             soft_wrap=True,
         )
@@ -167,7 +169,8 @@ def ledger_verify(
 
 @app.command("ledger-append")
 def ledgerappend_event(
-    db: Annotated[Path, typer.Argument(help="Ledger SQLite file (created if missing).")],
+    db: Annotated[str, typer.Argument(help="Ledger: an SQLite file (created if missing), or a "
+                                      "postgresql:// URL.")],
     kind: Annotated[str, typer.Option("--kind", help="Event type.")],
     payload: Annotated[str, typer.Option("--payload", help="Event body as JSON.")] = "{}",
     anchor: Annotated[
@@ -244,7 +247,8 @@ def ref_command(
         str | None, typer.Argument(metavar="[DIGEST]", help="Move the ref here.")
     ] = None,
     ledger: Annotated[
-        Path | None, typer.Option("--ledger", help="Log the move in this ledger.")
+        str | None, typer.Option("--ledger", help="Log the move in this ledger (an SQLite "
+                                 "file or a postgresql:// URL).")
     ] = None,
     expect: Annotated[
         str | None,

@@ -26,6 +26,7 @@ from rungbench.cli._common import (
     err_console,
 )
 from rungbench.cli._common import run as guarded
+from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
 from rungbench.errors import InputError
 from rungbench.jobs.runs import DEFAULT_API_KEY_ENV, incomplete_message, parse_params, seconds
 
@@ -129,43 +130,46 @@ def run(
                                  help="Price per 1M prompt tokens."),
     usd_out: float = typer.Option(0.0, "--usd-per-mtok-out", callback=price,
                                   help="Price per 1M output tokens."),
+    executor: str = EXECUTOR_OPTION,
+    ray_address: str | None = RAY_ADDRESS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Execute a frozen schedule of cells against an agent; resumable and crash-safe."""
+    from functools import partial
+
     from rungbench.agents.openai_provider import Pricing
+    from rungbench.execute.executors import WorkerAgent, executor_for
     from rungbench.execute.policy import RetryPolicy
     from rungbench.jobs.runs import build_agent, start_or_resume
 
+    kind = executor_kind(executor, ray_address)
+    options: dict[str, Any] = {
+        "agent": agent, "model": model, "base_url": base_url, "api_key_env": api_key_env,
+        "timeout_s": timeout, "seed": seed, "nodes": nodes, "pricing": Pricing(usd_in, usd_out),
+        "params": parse_params(param),
+    }
 
     def make_agent(task: str, causal_dir: Path | None) -> Agent:
-        return build_agent(
-            task,
-            agent=agent,
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            timeout_s=timeout,
-            seed=seed,
-            nodes=nodes,
-            pricing=Pricing(usd_in, usd_out),
-            params=parse_params(param),
-            causal_dir=causal_dir,
-        )
+        recipe = partial(build_agent, task, causal_dir=causal_dir, **options)
+        built = recipe()
+        return built if kind == "local" else WorkerAgent(built, recipe)  # rebuilt in workers
 
-    summary = guarded(
-        lambda: start_or_resume(
-            source=schedule,
-            out=out,
-            resume=resume,
-            make_agent=make_agent,
-            limit=limit,
-            concurrency=concurrency,
-            policy=RetryPolicy(max_attempts=max_attempts, backoff_s=seconds(backoff)),
-            max_cells=max_cells,
-            quiet=as_json,
-        ),
-        as_json=as_json,
-    )
+    def action() -> dict[str, Any]:
+        with executor_for(kind, address=ray_address, workers=concurrency) as pool:
+            return start_or_resume(
+                source=schedule,
+                out=out,
+                resume=resume,
+                make_agent=make_agent,
+                limit=limit,
+                concurrency=concurrency,
+                policy=RetryPolicy(max_attempts=max_attempts, backoff_s=seconds(backoff)),
+                max_cells=max_cells,
+                quiet=as_json,
+                executor=pool,
+            )
+
+    summary = guarded(action, as_json=as_json)
     complete = bool(summary["complete"])
     if as_json:
         emit_json(summary if complete else {**summary, "ok": False, "error": "incomplete",

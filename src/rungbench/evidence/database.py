@@ -77,6 +77,18 @@ DB_ERRORS: tuple[type[Exception], ...] = _driver_errors()
 """Every driver error class (``sqlite3.Error`` and, when installed, ``psycopg.Error``)."""
 
 
+def _integrity_errors() -> tuple[type[Exception], ...]:
+    try:
+        import psycopg
+    except ImportError:
+        return (sqlite3.IntegrityError,)
+    return (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+
+INTEGRITY_ERRORS: tuple[type[Exception], ...] = _integrity_errors()
+"""Constraint violations of either driver (a unique key, an append-only guard)."""
+
+
 class Cursor(Protocol):
     """What :meth:`Database.execute` returns (an sqlite3 or a psycopg cursor)."""
 

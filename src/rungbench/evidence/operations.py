@@ -74,7 +74,8 @@ def content_json(data: bytes) -> dict[str, str]:
         return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def verify_ledger(db: Path, anchor: str | None, manifest: Path | None = None) -> ChainReport:
+def verify_ledger(db: str | Path, anchor: str | None, manifest: Path | None = None
+                  ) -> ChainReport:
     """Verify the ledger at ``db`` against ``anchor`` or the ``ledger_head`` of ``manifest``."""
     if anchor is not None and manifest is not None:
         raise InputError("give --anchor or --anchor-manifest, not both", field="--anchor")
@@ -88,7 +89,8 @@ def verify_ledger(db: Path, anchor: str | None, manifest: Path | None = None) ->
     return verify_chain(db, anchor=anchor)
 
 
-def append_event(db: Path, kind: str, payload: str, anchor: str | None = None) -> dict[str, Any]:
+def append_event(db: str | Path, kind: str, payload: str, anchor: str | None = None
+                 ) -> dict[str, Any]:
     """Append one event; with ``anchor``, first require the chain to still contain it (so a
     truncated, replaced or deleted ledger is refused rather than extended or re-created)."""
     body = loads_canonical(payload.encode("utf-8"), path="--payload")
@@ -99,7 +101,7 @@ def append_event(db: Path, kind: str, payload: str, anchor: str | None = None) -
 
 
 def ref_action(
-    store: Path, name: str, target: str | None, ledger: Path | None, expect: str | None
+    store: Path, name: str, target: str | None, ledger: str | Path | None, expect: str | None
 ) -> dict[str, Any]:
     if target is None:
         return {"name": name, "digest": Refs(existing_store(store).root).resolve(name)}

@@ -18,7 +18,11 @@ Rules (seed 000; DESIGN.md "Provider outcomes"):
 
 * Each request is sent from a fresh context; its digest is recomputed and checked
   against the frozen schedule before every send, and written in an ``attempt``
-  record *before* the request leaves.
+  record that is durable *before* the request leaves.
+* The log is group-committed (:mod:`rungbench.execute.journal`): one writer thread,
+  one fsync per batch of records; which record must be durable before which side
+  effect is argued in :class:`_Session`. The file's bytes are those of
+  :class:`~rungbench.execute.events.EventLog` (same records, same chain).
 * Reliability outcomes (provider, network, timeout, interrupted) are retried in
   the identical frozen cell up to ``RetryPolicy.max_attempts`` times *per session*;
   a cell still failing then gets an ``unresolved`` record and no final outcome, so
@@ -40,18 +44,26 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
-from rungbench.agents.protocol import Agent, Response, ToolCall, Usage
+from rungbench.agents.protocol import Agent, Request, Response, ToolCall, Usage
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
 from rungbench.evidence.sealed import process_alive
-from rungbench.evidence.store import ObjectStore, fsync_dir
-from rungbench.execute.events import EventLog, chained_lines, read_events, torn_bytes, utc_now
+from rungbench.evidence.store import TEMP_PREFIX, ObjectStore, fsync_dir
+from rungbench.execute.events import (
+    CHAIN,
+    EventLog,
+    chained_lines,
+    read_events,
+    torn_bytes,
+    utc_now,
+)
+from rungbench.execute.journal import GroupLog
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.schedule import Cell, Schedule, load_schedule
 from rungbench.execute.tools import TOOL_CALL, Budget, ToolboxFactory, run_episode
@@ -403,7 +415,36 @@ class RunSummary:
 
 
 class _Session:
-    """One execution of a run: the log, the store, the counters (thread-safe)."""
+    """One execution of a run: the group-committed log, the store, the counters (thread-safe).
+
+    What must be durable before what (the crash-safety argument; :mod:`.journal` makes
+    durability a prefix of the file, so "X durable" implies "everything before X durable"):
+
+    * ``attempt`` before its request is sent. A crash after the send then leaves an open
+      attempt, which a resume closes as ``interrupted`` (counted, retried), never an
+      unrecorded call. A worker therefore waits for its attempt's batch before it takes a
+      call slot. An attempt durable but not yet sent when the process dies is closed the
+      same way: an attempt record means "may have left", never "did not leave".
+    * The stored response (its file fsynced and renamed, its folder fsynced, by
+      :meth:`ObjectStore.put_json` in the worker) before the ``tool_event`` naming it is
+      submitted, so no durable event names an object a crash lost.
+    * Nothing waits for a ``tool_event``, ``unresolved`` or ``final``: a lost final whose
+      tool_event survived is restored from it on resume (never re-sent); a lost tool_event
+      leaves the attempt open, so the cell is retried as ``interrupted``, which is right
+      because its answer is not on disk. A retry's next ``attempt`` is waited for, which
+      makes the previous tool_event durable first. A tool-use episode's ``tool_call``
+      records are waited for before the next turn is sent (the same rule as an attempt).
+    * The session ends with :meth:`GroupLog.close`, so everything is durable before
+      :func:`execute_run` returns (and before a summary counts it).
+
+    One writer thread fsyncs once per batch; with ``concurrency`` calls in flight a batch
+    holds the records of every cell that moved during the previous fsync. ``concurrency``
+    bounds calls in flight (a semaphore around the call); a further ``concurrency``
+    workers prepare the next cells (digest check, attempt made durable) meanwhile, so a
+    freed slot is refilled without waiting for an fsync. A crash can thus leave at most
+    ``2 * concurrency`` open attempts. Memory held per cell is the frozen request and a
+    few strings; events, responses and futures are not kept.
+    """
 
     def __init__(
         self,
@@ -413,15 +454,20 @@ class _Session:
         validator: Validator | None,
         sleep: Callable[[float], None],
         toolbox: ToolboxFactory | None = None,
+        executor: Executor | None = None,
+        concurrency: int = 1,
     ) -> None:
         self.toolbox = toolbox
-        self.log = EventLog(run_dir / EVENTS)
+        self.log: GroupLog | None = None
         self.store = ObjectStore(run_dir)
-        self.agent = agent
+        self.objects = _ResponseWriter(self.store)
+        self.agent: Agent = agent if executor is None else _Dispatched(agent, executor)
         self.policy = policy
         self.validator = validator
         self.sleep = sleep
         self.lock = threading.Lock()
+        self.calls = threading.BoundedSemaphore(concurrency)
+        """One permit per call in flight."""
         self.sent = 0
         self.finalized = 0
         self.tokens = [0, 0]
@@ -429,6 +475,21 @@ class _Session:
         self.progress: Callable[[], None] = lambda: None
         self.frozen: dict[str, str] = {}
         """Cell id -> request digest as loaded from the frozen schedule at session start."""
+        self.outcomes: Counter[str] = Counter()
+        """Final outcomes of the whole run (those found at start and those written now)."""
+        self.pending: dict[str, str] = {}
+        """Cells without a final -> their latest outcome (``not_sent`` if never sent)."""
+
+    @property
+    def journal(self) -> GroupLog:
+        """The open log (set once the session has verified the log and opened it)."""
+        if self.log is None:
+            raise RuntimeError("the session's log is not open")
+        return self.log
+
+    def submit(self, records: list[dict[str, Any]]) -> int:
+        """Queue ``records`` for the log; return the ticket that waits for their durability."""
+        return self.journal.submit(records)[1]
 
     def run_cell(self, cell: Cell, prior_attempts: int) -> None:
         """Send ``cell`` until a final outcome or this session's attempt limit; log every step.
@@ -454,19 +515,24 @@ class _Session:
         if cell.request.digest() != frozen:
             raise IntegrityError(f"cell {cell.cell_id!r}: request changed since it was frozen")
         base = {"cell": cell.cell_id, "request_digest": frozen, "attempt": attempt}
-        self.log.append({"kind": "attempt", **base})
-        with self.lock:
-            self.sent += 1
-        start = time.perf_counter()
+        self.journal.wait(self.submit([{"kind": "attempt", **base}]))  # durable, then send
         episode: dict[str, Any] = {}
-        try:
-            response = self._respond(cell, base, episode)
-        except CallFailure as failure:
+        failure: CallFailure | None = None
+        with self.calls:
+            with self.lock:
+                self.sent += 1
+            start = time.perf_counter()
+            try:
+                response = self._respond(cell, base, episode)
+            except CallFailure as exc:
+                failure = exc
+            latency = time.perf_counter() - start
+        if failure is not None:
             event = {
                 "kind": "tool_event",
                 **base,
                 **_empty_usage(),
-                "latency_s": round(time.perf_counter() - start, 6),
+                "latency_s": round(latency, 6),
                 "outcome": failure.outcome.value,
                 "detail": failure.detail,
                 "status": failure.status,
@@ -474,14 +540,15 @@ class _Session:
                 "response": None,
                 **episode,
             }
+            with self.lock:
+                self.pending[cell.cell_id] = failure.outcome.value
             if last:
-                self.log.append_many([event, unresolved_record(cell, event, attempt)])
+                self.submit([event, unresolved_record(cell, event, attempt)])
                 self.progress()
             else:
-                self.log.append(event)
+                self.submit([event])
             return failure, event
-        latency = time.perf_counter() - start
-        stored = self.store.put_json(response_json(response))
+        stored = self.objects.put(canonical_bytes(response_json(response)))  # durable first
         verdict = classify(cell.request, response, self.validator)
         usage = response.usage
         event = {
@@ -512,7 +579,7 @@ class _Session:
 
         ``episode`` receives the episode's counters (``turns``, ``tool_calls``, ``stop``),
         which the attempt's tool_event carries; each executed call is logged as a
-        ``tool_call`` record of the open attempt before the next turn is sent.
+        ``tool_call`` record of the open attempt, durably, before the next turn is sent.
         """
         if self.toolbox is None:
             return self.agent.respond(cell.request)
@@ -521,7 +588,7 @@ class _Session:
 
         def record(body: dict[str, Any]) -> None:
             turns[1] += 1
-            self.log.append({"kind": TOOL_CALL, **base, **body})
+            self.journal.append({"kind": TOOL_CALL, **base, **body})
 
         try:
             result = run_episode(self.agent, cell.request, env, Budget.of(cell.request),
@@ -544,10 +611,10 @@ class _Session:
         preceded_by: dict[str, Any] | None = None,
         note: str | None = None,
     ) -> None:
-        """Write the one final record of ``cell``, taken from its deciding tool_event.
+        """Queue the one final record of ``cell``, taken from its deciding tool_event.
 
-        When ``preceded_by`` is given, that tool_event and the final are written in one
-        durable append.
+        When ``preceded_by`` is given, that tool_event and the final are queued together
+        (contiguous in the log, in one batch). Nothing waits for them (see the class).
         """
         record = {
             "kind": "final",
@@ -562,10 +629,76 @@ class _Session:
         }
         if note is not None:
             record["note"] = note
-        self.log.append_many([preceded_by, record] if preceded_by is not None else [record])
+        self.submit([preceded_by, record] if preceded_by is not None else [record])
         with self.lock:
             self.finalized += 1
+            self.outcomes[str(source["outcome"])] += 1
+            self.pending.pop(cell.cell_id, None)
         self.progress()
+
+
+class _ResponseWriter:
+    """Durable puts into a run's object store with few system calls (the runner's hot path).
+
+    The same files as :meth:`ObjectStore.put_bytes` (``objects/sha256/<2>/<62>``, mode
+    0444, written through a temp file that is fsynced and renamed, the folder fsynced), but
+    without its checks of every parent folder on every put: a shard folder is made once per
+    session, and a present object is replaced by the same bytes rather than read back. Any
+    OS error falls back to :meth:`ObjectStore.put_bytes`, which names what is wrong.
+    Workers call it concurrently: the file systems' journals merge their fsyncs.
+    """
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+        self.made: set[str] = set()
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` durably; return its digest."""
+        name = bytes_digest(data)
+        hexpart = name[len("sha256:"):]
+        folder = str(self.store.objects / hexpart[:2])
+        temp = f"{folder}/{TEMP_PREFIX}{hexpart[2:18]}-{threading.get_ident()}"
+        try:
+            if folder not in self.made:
+                os.makedirs(folder, exist_ok=True)
+                self.made.add(folder)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, f"{folder}/{hexpart[2:]}")
+            fsync_dir(folder)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            return self.store.put_bytes(data)
+        return name
+
+
+def call_agent(agent: Agent, request: Request) -> Response:
+    """One provider call: what :func:`execute_run` submits to a given ``executor``.
+
+    A module-level function (not a bound method), so an executor that ships work to
+    another process pickles it by name together with the agent and the request.
+    """
+    return agent.respond(request)
+
+
+class _Dispatched:
+    """An agent whose every call is submitted to ``executor`` and awaited by the caller."""
+
+    def __init__(self, agent: Agent, executor: Executor) -> None:
+        self.inner = agent
+        self.name = agent.name
+        self.executor = executor
+
+    def respond(self, request: Request) -> Response:
+        """Submit one call and wait for it (a CallFailure raised there is raised here)."""
+        return self.executor.submit(call_agent, self.inner, request).result()
 
 
 def unresolved_record(cell: Cell, source: dict[str, Any], attempts: int) -> dict[str, Any]:
@@ -605,8 +738,16 @@ def execute_run(
     max_cells: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
     toolbox: ToolboxFactory | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
     """Run (or resume) every cell of ``run_dir`` that has no final outcome yet.
+
+    Agent calls go through ``executor`` when one is given (each call is
+    ``executor.submit(call_agent, agent, request)``, awaited by the driver); the driver
+    keeps every log write, fsync, classification and final record, and never has more
+    than ``concurrency`` calls outstanding, so the bound is global whatever the executor's
+    own worker count. Without one, calls run on the driver's own ``concurrency`` threads.
+    The log and the store do not depend on the executor.
 
     With ``toolbox``, every attempt is a tool-use episode (:mod:`rungbench.execute.tools`):
     each executed tool call is a ``tool_call`` record and the attempt's tool_event sums the
@@ -624,7 +765,7 @@ def execute_run(
     with _exclusive(run_dir):
         return _execute(
             run_dir, manifest, schedule, agent, validator, concurrency, progress, max_cells,
-            sleep, started, toolbox,
+            sleep, started, toolbox, executor,
         )
 
 
@@ -665,24 +806,25 @@ def _execute(
     sleep: Callable[[float], None],
     started: float,
     toolbox: ToolboxFactory | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
     _check_agent(manifest, agent)
     session = _Session(run_dir, agent, RetryPolicy.from_json(manifest["policy"]), validator, sleep,
-                       toolbox)
-    torn = session.log.repair()
+                       toolbox, executor, concurrency)
+    torn = EventLog(run_dir / EVENTS).repair()
     events, states = read_log(run_dir, schedule, validator)
     session.frozen = {cell_id: state.request_digest for cell_id, state in states.items()}
     number = 1 + sum(1 for e in events if e["kind"] == "session")
-    session.log.append(
-        {
-            "kind": "session",
-            "session": number,
-            "concurrency": concurrency,
-            "agent": agent.name,
-            "torn_bytes": torn,
-        }
-    )
-    skipped = sum(1 for s in states.values() if s.finals)
+    head = str(events[-1][CHAIN])
+    del events  # the verified log is folded into ``states``; nothing keeps it
+    skipped = 0
+    for cell_id, state in states.items():
+        if state.finals:
+            skipped += 1
+            session.outcomes[str(state.finals[0]["outcome"])] += 1
+        else:
+            last = state.last_event
+            session.pending[cell_id] = str(last["outcome"]) if last is not None else "not_sent"
     done = [skipped]
 
     def tick() -> None:
@@ -692,19 +834,19 @@ def _execute(
         if progress is not None:
             progress(value, len(schedule))
 
-    session.progress = tick
-    if progress is not None:
-        progress(skipped, len(schedule))
-    todo = _close_open_attempts(session, schedule, states)
-    if max_cells is not None:
-        todo = todo[:max_cells]
-    _run_pool(session, todo, concurrency)
-    _, final_states = read_log(run_dir, schedule, validator)
-    outcomes = Counter(str(s.finals[0]["outcome"]) for s in final_states.values() if s.finals)
-    unresolved = Counter(
-        str(s.last_event["outcome"]) if s.last_event is not None else "not_sent"
-        for s in final_states.values() if not s.finals
-    )
+    with GroupLog(run_dir / EVENTS, head) as log:
+        session.log = log
+        session.submit([{"kind": "session", "session": number, "concurrency": concurrency,
+                         "agent": agent.name, "torn_bytes": torn}])
+        session.progress = tick
+        if progress is not None:
+            progress(skipped, len(schedule))
+        todo = _close_open_attempts(session, schedule, states)
+        del states
+        if max_cells is not None:
+            todo = todo[:max_cells]
+        _run_pool(session, todo, concurrency)
+    unresolved = Counter(session.pending.values())
     return RunSummary(
         run_id=str(manifest["run_id"]),
         run_dir=str(run_dir),
@@ -714,7 +856,7 @@ def _execute(
         skipped=skipped,
         sent=session.sent,
         finalized=session.finalized,
-        outcomes=dict(outcomes),
+        outcomes=dict(session.outcomes),
         unresolved=sum(unresolved.values()),
         unresolved_outcomes=dict(unresolved),
         tokens_in=session.tokens[0],
@@ -797,36 +939,62 @@ def _close_open_attempts(
             session.final(cell, last, int(last["attempt"]), note="final restored from tool_event")
             continue
         for attempt in state.open_attempts:
-            state.last_event = session.log.append(
-                {
-                    "kind": "tool_event",
-                    "cell": cell.cell_id,
-                    "request_digest": cell.request_digest,
-                    "attempt": attempt,
-                    **_empty_usage(),
-                    "latency_s": None,
-                    "outcome": Outcome.INTERRUPTED.value,
-                    "detail": "the run stopped while this call was in flight",
-                    "status": None,
-                    "retry_after": None,
-                    "response": None,
-                }
-            )
+            session.submit([{
+                "kind": "tool_event",
+                "cell": cell.cell_id,
+                "request_digest": cell.request_digest,
+                "attempt": attempt,
+                **_empty_usage(),
+                "latency_s": None,
+                "outcome": Outcome.INTERRUPTED.value,
+                "detail": "the run stopped while this call was in flight",
+                "status": None,
+                "retry_after": None,
+                "response": None,
+            }])
+            session.pending[cell.cell_id] = Outcome.INTERRUPTED.value
         todo.append((cell, state.attempts))
     return todo
 
 
 def _run_pool(session: _Session, todo: list[tuple[Cell, int]], concurrency: int) -> None:
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="rungbench-cell")
-    futures: list[Future[None]] = [pool.submit(session.run_cell, c, n) for c, n in todo]
+    """Run ``todo`` on ``2 * concurrency`` worker threads (``concurrency`` calls at once).
+
+    Workers take cells in schedule order from one shared iterator, so no per-cell future
+    or task is held. The first error stops the others taking new cells; cells already
+    started are finished (as a thread pool finishes its running tasks), then it is raised.
+    """
+    feed = iter(todo)
+    feed_lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        while not stop.is_set():
+            with feed_lock:
+                item = next(feed, None)
+            if item is None:
+                return
+            try:
+                session.run_cell(*item)
+            except BaseException as exc:  # re-raised by the driver
+                errors.append(exc)
+                stop.set()
+                return
+
+    workers = [threading.Thread(target=work, name=f"rungbench-cell-{i}", daemon=True)
+               for i in range(min(2 * concurrency, len(todo)))]
+    for worker in workers:
+        worker.start()
     try:
-        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        for future in finished:
-            error = future.exception()
-            if error is not None:
-                raise error
+        for worker in workers:
+            worker.join()
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop.set()
+        for worker in workers:
+            worker.join()
+    if errors:
+        raise errors[0]
 
 
 def _empty_usage() -> dict[str, Any]:

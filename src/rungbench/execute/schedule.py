@@ -8,6 +8,7 @@ validators read, never sent to a provider) sits beside each digest.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,9 +30,10 @@ class Cell:
     request: Request
     """The frozen request."""
 
-    @property
+    @functools.cached_property
     def request_digest(self) -> str:
-        """``sha256:<hex>`` of the request's canonical bytes."""
+        """``sha256:<hex>`` of the request's canonical bytes (computed once per cell; the
+        runner recomputes ``request.digest()`` itself before every send)."""
         return self.request.digest()
 
 

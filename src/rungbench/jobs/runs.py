@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from rungbench.errors import InputError, Reason, Refusal
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from rungbench.agents.openai_provider import Pricing
     from rungbench.agents.outcomes import Validator
     from rungbench.agents.protocol import Agent
@@ -126,8 +128,11 @@ def start_or_resume(
     policy: RetryPolicy | None = None,
     max_cells: int | None = None,
     quiet: bool = False,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
-    """Create (or reopen) a run, execute its pending cells, verify it; return the summary."""
+    """Create (or reopen) a run, execute its pending cells, verify it; return the summary.
+
+    ``executor`` (e.g. Ray tasks) runs the agent calls; the log stays on this driver."""
     from rungbench.agents.protocol import close_agent
     from rungbench.causal.bench.requests import CAUSAL_TASK, write_agent_responses
     from rungbench.execute.progress import run_progress
@@ -173,6 +178,7 @@ def start_or_resume(
                 concurrency=concurrency,
                 progress=hook,
                 max_cells=max_cells,
+                executor=executor,
             )
     finally:
         close_agent(agent)

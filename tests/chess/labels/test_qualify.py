@@ -51,16 +51,19 @@ def refreeze(ws: Workspace, name: str, paths: list[Path], *, terminal: bool) -> 
 
 
 def stockfish_children() -> list[int]:
-    """Return pids of running processes whose parent is this test process."""
+    """Return pids of running engine processes (executable named ``stockfish``) whose parent
+    is this test process; other children (a Ray cluster another test started in this
+    worker) are not engines and do not count."""
     mine = str(os.getpid())
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 stat = Path(f"/proc/{entry}/stat").read_text().split()
+                exe = os.path.basename(os.readlink(f"/proc/{entry}/exe"))
             except OSError:
                 continue
-            if stat[3] == mine:
+            if stat[3] == mine and "stockfish" in exe:
                 found.append(int(entry))
     return found
 

@@ -9,7 +9,8 @@ socket, one response line per request line, in order.
 
 - ``{"op": "insert", "type": EVENT, "fields": {...}}`` →
   ``{"ok": true, "receipt": {"table", "log_seq", "hash"}}`` once the row is committed and
-  fsynced (SQLite WAL, ``synchronous=FULL``): an acknowledged event survives a SIGKILL.
+  fsynced (SQLite WAL, ``synchronous=FULL``; PostgreSQL with ``synchronous_commit`` on, its
+  default): an acknowledged event survives a SIGKILL.
 - ``{"op": "ping"}`` → ``{"ok": true, "schema": ..., "protocol": ...}``.
 - Anything else → ``{"ok": false, "refused": true, "reasons": [{"code", "detail",
   "subject"}]}``. Codes: ``verb_refused`` (update, delete or any verb other than insert and
@@ -29,6 +30,13 @@ with ``--user NAME``, the logger opens the store and binds the socket, hands the
 (mode 0711: traversable, not listable) and files to NAME, then drops to NAME's uid and gid
 with no supplementary groups; the agent's user can connect but cannot open the file. As
 root without ``--user`` it refuses to start unless explicitly allowed.
+
+**Backends.** The store is ``claims.sqlite`` in the state directory unless
+``LoggerConfig.db_url`` names a ``postgresql://`` database, where the same tables, guards and
+chains live (:mod:`rungbench.evidence.database`); the socket, pid file and log stay in the
+state directory. Each batch takes the writer lock (SQLite ``BEGIN IMMEDIATE``, PostgreSQL
+``LOCK TABLE … IN EXCLUSIVE MODE``) and re-reads the chain heads, so two loggers sharing
+one PostgreSQL database extend one chain per table rather than forking it.
 
 **Writes** go through one writer thread that drains every queued event, appends them in
 one transaction (a savepoint each, so one refused event does not undo its neighbours),
@@ -60,14 +68,17 @@ from typing import Any
 
 from rungbench.causal.instrument.claims import (
     SCHEMA_VERSION,
+    TABLE_NAMES,
     Appender,
     StoreReport,
     create_store,
+    open_target,
     refusal,
     validate_event,
     verify_connection,
 )
 from rungbench.errors import InputError, Reason, Refusal
+from rungbench.evidence.database import DB_ERRORS, INTEGRITY_ERRORS, Database, is_url, redact
 
 PROTOCOL = "rungbench.claims-socket/1"
 """Version of the socket protocol."""
@@ -103,6 +114,18 @@ class LoggerConfig:
     resolver_uids: tuple[int, ...] | None = None
     """When set, only peers with these uids may write ``resolution`` events (seed: the
     observed effect is filled by an independent resolver, never by Piper's later word)."""
+    db_url: str | None = None
+    """A ``postgresql://`` URL holding the store instead of the state directory's file."""
+
+    def __post_init__(self) -> None:
+        if self.db_url is not None and not is_url(self.db_url):
+            raise InputError(f"not a postgresql:// URL: {redact(self.db_url)!r}",
+                             field="--db-url")
+
+    @property
+    def store(self) -> str:
+        """Where the claim store lives: the PostgreSQL URL, else the state directory's file."""
+        return self.db_url if self.db_url is not None else str(self.db_path)
 
     @property
     def db_path(self) -> Path:
@@ -156,6 +179,13 @@ def open_store(path: Path) -> sqlite3.Connection:
     return db
 
 
+def open_store_target(config: LoggerConfig) -> Database:
+    """Open (creating if absent) the logger's store on its backend, durable commits."""
+    if config.db_url is None:
+        return Database(open_store(config.db_path), "sqlite", str(config.db_path))
+    return open_target(config.db_url, create=True)
+
+
 @dataclass
 class _Pending:
     event_type: str
@@ -168,9 +198,10 @@ class _Pending:
 class Writer:
     """The one thread that writes: drains the queue, commits a batch, then acknowledges."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        self.appender = Appender(db)
+    def __init__(self, db: sqlite3.Connection | Database) -> None:
+        self.db = db if isinstance(db, Database) else Database(db, "sqlite", "<store>",
+                                                               owned=False)
+        self.appender = Appender(self.db)
         self.queue: queue.Queue[_Pending | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name="claims-writer", daemon=True)
 
@@ -212,14 +243,16 @@ class Writer:
         logged_t = utc_now()
         replies: list[dict[str, Any]] = []
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.begin(write=True, lock=TABLE_NAMES)
+            self.appender.reload()  # another writer of a shared database may have appended
             for p in batch:
                 replies.append(self._append_one(p, logged_t))
-            self.db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            with contextlib.suppress(sqlite3.Error):
-                self.db.execute("ROLLBACK")
-            self.appender.reload()
+            self.db.commit()
+        except DB_ERRORS as exc:
+            with contextlib.suppress(*DB_ERRORS):
+                self.db.rollback()
+            with contextlib.suppress(*DB_ERRORS):
+                self.appender.reload()
             replies = [refused_reply(refusal("storage_error", f"not stored: {exc}"))] * len(batch)
         for p, reply in zip(batch, replies, strict=True):
             p.reply = reply
@@ -234,7 +267,7 @@ class Writer:
             self.db.execute("ROLLBACK TO ev")
             self.appender.heads = heads
             return refused_reply(exc)
-        except sqlite3.IntegrityError as exc:
+        except INTEGRITY_ERRORS as exc:
             self.db.execute("ROLLBACK TO ev")
             self.appender.heads = heads
             return refused_reply(refusal("duplicate_key", str(exc)))
@@ -287,6 +320,7 @@ def handle_line(line: bytes, writer: Writer, config: LoggerConfig,
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     allow_reuse_address = False
+    request_queue_size = 128  # a burst of clients connecting at once on a loaded host
     writer: Writer
     config: LoggerConfig
 
@@ -375,8 +409,12 @@ def serve(config: LoggerConfig, *, ready: threading.Event | None = None) -> None
     """
     user = _target_user(config)
     _prepare_dir(config)
-    db = open_store(config.db_path)
-    verify_connection(db, str(config.db_path)).require_ok()
+    db = open_store_target(config)
+    try:
+        verify_connection(db, db.where).require_ok()
+    except BaseException:
+        db.close()
+        raise
     writer = Writer(db)
     old_umask = os.umask(0o111)
     try:
@@ -519,21 +557,21 @@ def status(config: LoggerConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"state_dir": config.state_dir, "pid": read_pid(config.pid_path),
                            "socket": str(config.socket_path),
                            "answering": ping(config.socket_path, timeout=0.5),
-                           "db": str(config.db_path)}
-    if config.db_path.exists():
+                           "db": redact(config.store)}
+    if config.db_url is None and config.db_path.exists():
         st = config.db_path.stat()
         out["db_owner"] = pwd.getpwuid(st.st_uid).pw_name
         out["db_mode"] = oct(stat.S_IMODE(st.st_mode))
     return out
 
 
-def verify(config_or_db: LoggerConfig | Path,
+def verify(config_or_db: LoggerConfig | Path | str,
            anchors: dict[str, tuple[int, str]] | None = None) -> StoreReport:
-    """Verify every chain of a store (a state directory's, or a database path)."""
+    """Verify every chain of a store (a logger's, or a database path or URL)."""
     from rungbench.causal.instrument.claims import verify_store
 
-    path = config_or_db.db_path if isinstance(config_or_db, LoggerConfig) else config_or_db
-    return verify_store(path, anchors)
+    target = config_or_db.store if isinstance(config_or_db, LoggerConfig) else config_or_db
+    return verify_store(target, anchors)
 
 
 @contextlib.contextmanager

@@ -17,17 +17,28 @@ engine processes, started in parallel while the binary is hashed; each is fed by
 thread that writes the previous search's record while the engine runs the next one.
 A search's result does not depend on which worker ran it, so the manifest does not
 depend on the number of workers or on interruptions.
+
+With an ``executor`` (:mod:`rungbench.execute.executors`, e.g. Ray tasks) the driver
+identifies one engine of its own, closes it, and hands each uncached search to the
+executor: :func:`search_in_worker` starts an engine inside the worker, checks that the
+worker's binary hashes as the driver's and that its identity digest (binary, ``id name``,
+bench signature, every option) equals the driver's (``engine_changed`` otherwise), and
+returns the record; the driver revalidates and stores it and publishes, as without one.
+The bench signature is taken from the driver once the worker's binary bytes hash the
+same, since it is a property of those bytes.
 """
 
 from __future__ import annotations
 
 import fcntl
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import chess.engine
@@ -41,6 +52,8 @@ from rungbench.chess.engine import (
     finish_search,
     identify,
     lines_json,
+    options_in_force,
+    search,
     start_search,
     start_uci,
 )
@@ -230,6 +243,88 @@ def _search_all(todo: Sequence[Task], engines: EngineSet, config: EngineConfig,
             raise future.exception()  # type: ignore[misc]
 
 
+WORKER_WINDOW = 2
+"""Searches in flight per worker on an executor (one searching, one waiting its turn)."""
+WORKER_SLOT = "rungbench.chess.label-engine"
+"""The worker-resource slot holding a worker's label engine."""
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    """What a worker needs to run label searches with an engine identical to the driver's."""
+
+    config: EngineConfig
+    """The search contract."""
+    identity: EngineIdentity
+    """The driver's engine identity."""
+
+
+def _close_engine(engine: chess.engine.SimpleEngine) -> None:
+    try:
+        engine.quit()
+    except ENGINE_FAILURES:
+        engine.close()
+
+
+def _changed(detail: str, data: dict[str, Any]) -> Refusal:
+    return Refusal([Reason("engine_changed", detail, subject="worker", data=data)],
+                   gate="chess label worker")
+
+
+def worker_engine(job: SearchJob) -> chess.engine.SimpleEngine:
+    """Start an engine in this worker and verify it is the driver's (``engine_changed``)."""
+    expected = job.identity
+    sha = binary_digest(job.config.path)
+    if sha != expected.sha256:
+        raise _changed(f"{job.config.path} hashes {sha} in worker {os.uname().nodename}:"
+                       f"{os.getpid()}, the driver identified {expected.sha256}",
+                       {"sha256": sha, "expected": expected.sha256})
+    engine = start_uci(job.config)
+    try:
+        mine = EngineIdentity(sha, str(engine.id.get("name", "")), expected.bench_nodes,
+                              options_in_force(engine, job.config))
+        if mine.digest != expected.digest:
+            raise _changed(f"the engine in worker {os.uname().nodename}:{os.getpid()} "
+                           f"identifies as {mine.name!r} ({mine.digest}), the driver's as "
+                           f"{expected.name!r} ({expected.digest})",
+                           {"digest": mine.digest, "expected": expected.digest})
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def search_in_worker(job: SearchJob, task: Task) -> dict[str, Any]:
+    """Run one planned pass in this worker (engine started and verified once); return its
+    cache record, for the driver to revalidate and store."""
+    from rungbench.execute.executors import discard_resource, worker_resource
+
+    engine = worker_resource(WORKER_SLOT, job.identity.digest, partial(worker_engine, job),
+                             _close_engine)
+    board = chess.Board(task.position.fen)
+    try:
+        infos = search(engine, board, job.config)
+    except BaseException:
+        discard_resource(WORKER_SLOT)
+        raise
+    return make_record(task.key, lines_json(board, infos))
+
+
+def _search_on(executor: Executor, todo: Sequence[Task], job: SearchJob, workers: int,
+               gate: IdleGate, cache: SearchCache, tick: Callable[[], None]) -> None:
+    """Hand every search to ``executor``; store each returned record here, the driver."""
+    # imported here: rungbench.execute loads the cell runner, which the CLI must not pay for
+    from rungbench.execute.executors import dispatch
+
+    def store(task: Task, record: dict[str, Any]) -> None:
+        cache.put(task.key, record)
+        tick()
+
+    dispatch(executor, partial(search_in_worker, job), todo, window=WORKER_WINDOW * workers,
+             before_submit=lambda: gate.check("before an uncached search", own=workers),
+             on_result=store)
+
+
 @contextmanager
 def exclusive(workspace: Workspace) -> Iterator[None]:
     """Hold the workspace's run lock; refuse when another label run holds it.
@@ -250,14 +345,19 @@ def exclusive(workspace: Workspace) -> Iterator[None]:
 
 
 def run_label_stage(workspace: Workspace, config: LabelConfig, gate: IdleGate,
-                    progress: Progress | None = None) -> dict[str, Any]:
-    """Run (or resume) the label stage and publish it; return the summary."""
+                    progress: Progress | None = None, *,
+                    executor: Executor | None = None) -> dict[str, Any]:
+    """Run (or resume) the label stage and publish it; return the summary.
+
+    ``executor`` None runs ``config.workers`` engines here; an executor (Ray tasks) runs
+    the searches in its workers, at most ``2 × config.workers`` in flight.
+    """
     with exclusive(workspace):
-        return _run_locked(workspace, config, gate, progress)
+        return _run_locked(workspace, config, gate, progress, executor)
 
 
 def _run_locked(workspace: Workspace, config: LabelConfig, gate: IdleGate,
-                progress: Progress | None) -> dict[str, Any]:
+                progress: Progress | None, executor: Executor | None) -> dict[str, Any]:
     preflight(workspace, config.cohorts)
     pool = load_pool(workspace.pool)
     if workspace.stage.exists():
@@ -266,7 +366,7 @@ def _run_locked(workspace: Workspace, config: LabelConfig, gate: IdleGate,
     log = RunLog()
     with ThreadPoolExecutor(max_workers=1) as hasher:  # hash the binary while engines start
         binary = hasher.submit(binary_digest, config.engine.path)
-        engines = EngineSet(config.engine, config.workers)
+        engines = EngineSet(config.engine, config.workers if executor is None else 1)
     try:
         identity = identify(engines.engines[0], config.engine, workspace,
                             sha256=binary.result())
@@ -283,7 +383,12 @@ def _run_locked(workspace: Workspace, config: LabelConfig, gate: IdleGate,
                     progress(done, len(tasks))
 
         todo = _cached_or_todo(tasks, cache, log, tick)
-        _search_all(todo, engines, config.engine, gate, cache, tick)
+        if executor is None:
+            _search_all(todo, engines, config.engine, gate, cache, tick)
+        else:
+            engines.close()  # it identified the engine; the workers search
+            _search_on(executor, todo, SearchJob(config.engine, identity), config.workers,
+                       gate, cache, tick)
         log.searches = len(todo)
     finally:
         engines.close()

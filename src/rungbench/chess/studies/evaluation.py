@@ -45,6 +45,13 @@ Published directory (sealed, kind ``rungbench.chess.evaluation``)::
 
 No file holds a time, a path or a worker count, so two clean runs, runs with 1 or 2
 workers, and a run resumed after SIGKILL publish byte-identical directories.
+
+With an ``executor`` (:mod:`rungbench.execute.executors`, e.g. Ray tasks) the driver
+identifies one evaluator of its own (gate 4), closes it and hands each uncached successor
+to the executor: :func:`evaluate_in_worker` starts an evaluator inside the worker,
+identifies it there (binary sha256, reference signature against the registry) and requires
+its identity digest to equal the driver's (``engine_changed``), then returns the record;
+the driver alone revalidates, stores and publishes, so the directory is the same.
 """
 
 from __future__ import annotations
@@ -55,10 +62,10 @@ import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +93,7 @@ from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
 from rungbench.evidence.sealed import leftover_temps, publish_dir, verify_sealed
 from rungbench.evidence.store import ObjectStore, write_atomic
+from rungbench.execute.executors import discard_resource, dispatch, worker_resource
 from rungbench.execute.runner import MANIFEST, load_run, read_log, response_from_json
 
 RECORD_SCHEMA = "rungbench.chess.successor-eval/1"
@@ -277,7 +285,8 @@ class RunInput:
 
 
 def _route(agent: dict[str, Any]) -> str:
-    for field_name in ("model", "name"):
+    # a study run's agent names its provider route; other runs fall back to model or name
+    for field_name in ("route", "model", "name"):
         if isinstance(agent.get(field_name), str):
             return str(agent[field_name])
     return "unknown"
@@ -475,6 +484,69 @@ def _search_all(todo: Sequence[SuccessorKey], engines: Engines, ctx: _Context) -
             raise error
 
 
+WORKER_SLOT = "rungbench.chess.evaluator-engine"
+"""The worker-resource slot holding a worker's evaluator."""
+
+
+@dataclass(frozen=True)
+class EvaluationJob:
+    """What a worker needs to evaluate successors with an evaluator identical to the driver's."""
+
+    config: ev.EvaluatorConfig
+    """The evaluation contract."""
+    model: WdlModel
+    """The registered conversion model."""
+    identity: ev.EvaluatorIdentity
+    """The driver's evaluator identity."""
+
+
+def worker_evaluator(job: EvaluationJob) -> chess.engine.SimpleEngine:
+    """Start and identify an evaluator in this worker; refuse (``engine_changed``) unless its
+    identity is the driver's."""
+    engine = ev.start_engine(job.config)
+    try:
+        mine = ev.identify(engine, job.config, job.model,
+                           sha256=binary_digest(job.config.binary))
+        if mine.digest != job.identity.digest:
+            raise Refusal([Reason(
+                "engine_changed", f"the evaluator in worker {os.uname().nodename}:{os.getpid()} "
+                f"identifies as {mine.digest} (binary {mine.sha256}), the driver's as "
+                f"{job.identity.digest} (binary {job.identity.sha256})", subject="worker",
+                data={"digest": mine.digest, "expected": job.identity.digest})],
+                gate="chess evaluation worker")
+    except BaseException:
+        ev.close_engine(engine)
+        raise
+    return engine
+
+
+def evaluate_in_worker(job: EvaluationJob, key: SuccessorKey) -> dict[str, Any]:
+    """Search one successor in this worker (evaluator started and verified once); return its
+    record, for the driver to revalidate and store."""
+    engine = worker_resource(WORKER_SLOT, job.identity.digest, partial(worker_evaluator, job),
+                             ev.close_engine)
+    board = key.successor
+    try:
+        info = ev.search(engine, board, job.config.search_depth, name=job.identity.name,
+                         timeout_s=job.config.timeout_s)
+    except BaseException:
+        discard_resource(WORKER_SLOT)
+        raise
+    return make_record(key, board, info, job.model)
+
+
+def _search_on(executor: Executor, todo: Sequence[SuccessorKey], job: EvaluationJob,
+               workers: int, ctx: _Context) -> None:
+    """Hand every successor to ``executor``; store each returned record here, the driver."""
+    def store(key: SuccessorKey, record: dict[str, Any]) -> None:
+        ctx.cache.put(key, record, ctx.model)
+        ctx.counter.tick()
+
+    dispatch(executor, partial(evaluate_in_worker, job), todo, window=2 * workers,
+             before_submit=lambda: ctx.gate.check("before an uncached search", own=workers),
+             on_result=store)
+
+
 # --------------------------------------------------------------------------- stage
 
 
@@ -539,8 +611,13 @@ def legal_moves_of(key: str) -> list[str]:
 
 def evaluate_run(run_dir: Path, manifest: Path, config: ev.EvaluatorConfig,
                  options: StageOptions, gate: IdleGate,
-                 progress: Progress | None = None) -> dict[str, Any]:
-    """Run (or resume) the evaluation of ``run_dir`` and publish it; return the summary."""
+                 progress: Progress | None = None, *,
+                 executor: Executor | None = None) -> dict[str, Any]:
+    """Run (or resume) the evaluation of ``run_dir`` and publish it; return the summary.
+
+    ``executor`` None runs ``options.workers`` evaluators here; an executor (Ray tasks)
+    runs the searches in its workers, at most ``2 × options.workers`` in flight.
+    """
     if options.workers < 1:
         raise InputError(f"workers must be >= 1, got {options.workers!r}", field="workers")
     run = read_run(run_dir)
@@ -549,19 +626,21 @@ def evaluate_run(run_dir: Path, manifest: Path, config: ev.EvaluatorConfig,
     model = ev.registered_model(config)
     check_frozen(run.cells, label)
     with exclusive(options.cache):
-        return _evaluate_locked(run, label, family, model, config, options, gate, progress)
+        return _evaluate_locked(run, label, family, model, config, options, gate, progress,
+                                executor)
 
 
 def _evaluate_locked(run: RunInput, label: LabelInput, family: ev.FamilyCheck,
                      model: WdlModel, config: ev.EvaluatorConfig, options: StageOptions,
-                     gate: IdleGate, progress: Progress | None) -> dict[str, Any]:
+                     gate: IdleGate, progress: Progress | None,
+                     executor: Executor | None) -> dict[str, Any]:
     if options.out.exists() and not options.force:
         raise Refusal([Reason("exists", f"{options.out} already holds an evaluation; pass "
                               "--force to replace it", subject=str(options.out))], gate=GATE)
     gate.check("before engine start")
     cache = EvaluationCache(options.cache)
     log = RunLog()
-    engines = Engines(config, model, options.workers)
+    engines = Engines(config, model, options.workers if executor is None else 1)
     try:
         identity = engines.identity
         keys = [SuccessorKey(identity.digest, model.digest, config.search_depth, pos, move)
@@ -583,7 +662,12 @@ def _evaluate_locked(run: RunInput, label: LabelInput, family: ev.FamilyCheck,
                 counter.tick()
         ctx = _Context(cache, model, gate, counter, config.search_depth, engines.name,
                        config.timeout_s)
-        _search_all(todo, engines, ctx)
+        if executor is None:
+            _search_all(todo, engines, ctx)
+        else:
+            engines.close()  # it identified the evaluator; the workers search
+            _search_on(executor, todo, EvaluationJob(config, model, identity), options.workers,
+                       ctx)
         log.searches = len(todo)
     finally:
         engines.close()
