@@ -75,7 +75,10 @@ def bench_cladder() -> None:
     print(f"CLadder import + exact re-grade: {elapsed:.2f} s (target < {CLADDER_TARGET_S} s; "
           f"ratio {elapsed / CLADDER_TARGET_S:.2f}) — {c['models']} models, {c['quantities']} "
           f"quantities ({c['quantities_wrong']} wrong in CLadder), {c['questions']} questions, "
-          f"{c['numeric_labels_flipped']} numeric labels flipped")
+          f"{c['numeric_labels_flipped']} numeric labels flipped by the formal_form quantity "
+          f"({c['numeric_labels_flipped_by_type']}), "
+          f"{c['numeric_labels_flipped_engine_definition']} by the exact value of CLadder's "
+          f"implemented estimand ({c['numeric_labels_flipped_engine_definition_by_type']})")
 
 
 def bench_bif(n: int) -> None:

@@ -7,6 +7,19 @@ index, shared by the factual and counterfactual copies) for the probability of
 necessity — on random binary worlds of 7, 20 and 30 nodes, with the ratio, the
 reference figures measured for pgmpy on this machine kind and our targets
 (issue 3). Usage: ``.venv/bin/python benchmarks/causal_oracle.py [--worlds N]``.
+
+A second table (issue 21, item 4) sets pyAgrum's LazyPropagation (only the queried
+variable as target) beside pgmpy's VariableElimination on sparse worlds of 7-300 nodes and
+dense worlds (in-degree ~2.7, parents drawn among all earlier nodes) of 15-80 nodes, for
+rung 1 (evidence on up to six leaves; ``dense*`` rows: on every leaf, treewidth up to ~17)
+and rung 2 (pyAgrum on the mutilated network). All
+three answers are checked to agree to 1e-9 before anything is timed. ``cold`` is the first
+query after ``elimination.clear_caches()`` (network, plan and order rebuilt; the World is
+validated once, as pyAgrum's BayesNet is built once), ``agCold`` a new LazyPropagation on
+the built BayesNet; pyAgrum's warm rung 2 re-reads a cached posterior (the evidence did not
+change, so ``makeInference`` does no work). ``tw`` is the
+treewidth (networkx min-fill) of the moralized graph of the query's ancestral set; targets:
+warm <= 0.5x pyAgrum up to treewidth 20, cold <= 1.0x. ``--pyagrum-only`` runs only it.
 """
 
 from __future__ import annotations
@@ -22,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rungbench.causal.checks.validate import run_validation
-from rungbench.causal.scm import oracle
+from rungbench.causal.scm import elimination, oracle
 from rungbench.causal.scm.enumeration import MAX_CONFIGURATIONS, Enumerator
-from rungbench.causal.scm.random_dag import DagSpec, random_world
+from rungbench.causal.scm.random_dag import DagSpec, dense_world, random_world
 from rungbench.causal.scm.world import Query, World
 from rungbench.errors import InputError
 
@@ -33,6 +46,10 @@ with warnings.catch_warnings():
     from pgmpy.factors.discrete import TabularCPD
     from pgmpy.inference import CausalInference, VariableElimination
     from pgmpy.models import DiscreteBayesianNetwork
+
+import networkx as nx
+import pyagrum as gum
+from networkx.algorithms.approximation import treewidth_min_fill_in
 
 logging.getLogger("pgmpy").setLevel(logging.ERROR)
 warnings.simplefilter("ignore")
@@ -187,13 +204,150 @@ def measure(size: int, n_worlds: int, repeat: int, seed: int) -> dict[str, float
     return {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
 
 
+SPARSE = (7, 20, 30, 60, 100, 200, 300)
+"""Sparse world sizes of the pyAgrum table (observed nodes; density 2/n, 5% latents)."""
+
+DENSE = (15, 30, 45, 60, 80)
+"""Dense world sizes of the pyAgrum table (in-degree ~2.7)."""
+
+
+def to_pyagrum(w: World, do: dict[str, int] | None = None) -> object:
+    """The world's network with U_V summed out; ``do`` cuts incoming arcs and fixes values."""
+    do = do or {}
+    bn = gum.BayesNet(w.world_id)
+    for v in w.variables:
+        bn.add(gum.LabelizedVariable(v.name, v.name, 2))
+    for v in w.variables:
+        if v.name not in do:
+            for p in v.parents:
+                bn.addArc(p, v.name)
+    for v in w.variables:
+        cpt = bn.cpt(v.name)
+        if v.name in do:
+            cpt.fillWith([1.0 - do[v.name], float(do[v.name])])
+            continue
+        p1 = v.p_one()
+        for row in range(2 ** len(v.parents)):
+            cpt[{p: (row >> i) & 1 for i, p in enumerate(v.parents)}] = [1.0 - float(p1[row]),
+                                                                          float(p1[row])]
+    return bn
+
+
+def _lazy(ie: object, y: str, evidence: dict[str, int]) -> float:
+    ie.eraseAllEvidence()  # type: ignore[attr-defined]
+    if evidence:
+        ie.setEvidence(evidence)  # type: ignore[attr-defined]
+    ie.makeInference()  # type: ignore[attr-defined]
+    return float(ie.posterior(y)[{y: 1}])  # type: ignore[attr-defined]
+
+
+def _new_lazy(bn: object, y: str) -> object:
+    ie = gum.LazyPropagation(bn)
+    ie.addTarget(y)
+    return ie
+
+
+def treewidth(w: World, nodes: list[str]) -> int:
+    """Min-fill treewidth of the moralized graph of the ancestral set of ``nodes``."""
+    keep = w.ancestors(nodes) | set(nodes)
+    g = nx.Graph()
+    g.add_nodes_from(keep)
+    for v in w.variables:
+        if v.name in keep:
+            ps = list(v.parents)
+            g.add_edges_from((p, v.name) for p in ps)
+            g.add_edges_from((a, b) for i, a in enumerate(ps) for b in ps[i + 1:])
+    return int(treewidth_min_fill_in(g)[0])
+
+
+HARD = (45, 60)
+"""Dense sizes queried with evidence on EVERY leaf (``dense*``: treewidth ~12-17; at 80 nodes
+(treewidth ~23) pgmpy alone takes minutes per query, so that size is left out)."""
+
+
+def pyagrum_case(w: World, repeat: int, *, leaves_max: int | None = 6) -> dict[str, float]:
+    """ms/query (ours warm and cold, pyAgrum warm and cold, pgmpy) of rung 1 and rung 2."""
+    names = [v.name for v in w.variables if v.observed]
+    has_child = {p for v in w.variables for p in v.parents}
+    y = names[-1]
+    leaves = [n for n in names if n not in has_child and n != y][:leaves_max]
+    ev = {n: i % 2 for i, n in enumerate(leaves)}
+    ancestors = [n for n in names if n in w.ancestors([y]) and n != y]
+    x = ancestors[len(ancestors) // 2] if ancestors else next(n for n in names if n != y)
+    q1, q2 = Query(1, {y: 1}, {}, ev), Query(2, {y: 1}, {x: 1}, {})
+    bn, cut = to_pyagrum(w), to_pyagrum(w, {x: 1})
+    ie1, ie2 = _new_lazy(bn, y), _new_lazy(cut, y)
+    model = to_pgmpy(w)
+    ve, ci = VariableElimination(model), CausalInference(model)
+    ours1 = oracle.probability(w, q1, method="elimination")
+    ours2 = oracle.probability(w, q2, method="elimination")
+    checks = ((ours1, _lazy(ie1, y, ev)),
+              (ours1, ve.query([y], evidence=ev, show_progress=False).values[1]),
+              (ours2, _lazy(ie2, y, {})),
+              (ours2, ci.query([y], do={x: 1}, show_progress=False).values[1]))
+    for a, b in checks:
+        if abs(a - float(b)) > 1e-9:
+            raise AssertionError(f"{w.world_id}: answers disagree ({a} vs {b})")
+
+    def cold(q: Query) -> float:  # empty caches; the World was validated once, as the BN
+        elimination.clear_caches()
+        return oracle.probability(w, q, method="elimination")
+
+    few = max(1, repeat // 4)
+    return {
+        "tw": float(treewidth(w, [y, *ev])),
+        "ours1": _ms(lambda: oracle.probability(w, q1, method="elimination"), repeat),
+        "cold1": _ms(lambda: cold(q1), few),
+        "ag1": _ms(lambda: _lazy(ie1, y, ev), repeat),
+        "agcold1": _ms(lambda: _lazy(_new_lazy(bn, y), y, ev), few),
+        "pg1": _ms(lambda: ve.query([y], evidence=ev, show_progress=False), few),
+        "ours2": _ms(lambda: oracle.probability(w, q2, method="elimination"), repeat),
+        "cold2": _ms(lambda: cold(q2), few),
+        "ag2": _ms(lambda: _lazy(ie2, y, {}), repeat),
+        "agcold2": _ms(lambda: _lazy(_new_lazy(cut, y), y, {}), few),
+        "pg2": _ms(lambda: ci.query([y], do={x: 1}, show_progress=False), few),
+    }
+
+
+def pyagrum_table(n_worlds: int, repeat: int, seed: int) -> None:
+    """Print the pyAgrum / pgmpy table (module docstring)."""
+    head = (f"{'kind':<6} {'nodes':>5} {'tw':>4} {'rung':>4} {'ours':>9} {'cold':>9} "
+            f"{'pyAgrum':>9} {'agCold':>9} {'pgmpy':>9} {'warm/ag':>8} {'cold/ag':>8} "
+            f"{'pg/ours':>8}")
+    print("\n" + head)
+    print("-" * len(head))
+    plan = ([("sparse", n) for n in SPARSE] + [("dense", n) for n in DENSE]
+            + [("dense*", n) for n in HARD])
+    for kind, n in plan:
+        rng = np.random.default_rng(seed + n + (0 if kind == "sparse" else 1000))
+        rows = []
+        for k in range(n_worlds):
+            w = (random_world(DagSpec(n, min(1.0, 2.0 / n), 0.05), rng, f"s{n}-{k}")
+                 if kind == "sparse" else dense_world(n, 2.7, rng, f"d{n}-{k}"))
+            reps = repeat if n <= 100 and kind != "dense*" else max(2, repeat // 4)
+            rows.append(pyagrum_case(w, reps, leaves_max=None if kind == "dense*" else 6))
+        m = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
+        for rung in ("1", "2"):
+            o, c, a, ac, pg = (m[f"ours{rung}"], m[f"cold{rung}"], m[f"ag{rung}"],
+                               m[f"agcold{rung}"], m[f"pg{rung}"])
+            print(f"{kind:<6} {n:>5} {m['tw']:>4.0f} {rung:>4} {o:>9.3f} {c:>9.3f} {a:>9.3f} "
+                  f"{ac:>9.3f} {pg:>9.3f} {o / a:>7.2f}x {c / ac:>7.2f}x {pg / o:>7.1f}x",
+                  flush=True)
+    print("targets: warm/ag <= 0.50x (treewidth <= 20), cold/ag <= 1.00x")
+
+
 def main() -> None:
     """Run the benchmark and print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--worlds", type=int, default=8, help="worlds per size")
     ap.add_argument("--repeat", type=int, default=20, help="timed repetitions per query")
     ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--pyagrum-only", action="store_true", help="only the pyAgrum table")
+    ap.add_argument("--pyagrum-worlds", type=int, default=3, help="worlds per pyAgrum size")
     args = ap.parse_args()
+    if args.pyagrum_only:
+        pyagrum_table(args.pyagrum_worlds, args.repeat, args.seed)
+        return
     print("ours = per query on a compiled world; cold = first query on a fresh World object\n"
           "(validation + compile + query); pgmpy model objects are built once, untimed.\n")
     head = (f"{'nodes':>5} {'query':<7} {'ours ms':>9} {'cold ms':>9} {'pgmpy ms':>9} "
@@ -217,6 +371,7 @@ def main() -> None:
           f"{'ALL PASS' if report.all_pass else 'FAILED: ' + ', '.join(report.failures)}")
     for row in report.rows:
         print(f"  {row.check}: {row.result}")
+    pyagrum_table(args.pyagrum_worlds, args.repeat, args.seed)
 
 
 if __name__ == "__main__":

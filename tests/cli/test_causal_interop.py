@@ -83,3 +83,18 @@ def test_export_table_writes_inferred_records(tmp_path: Path) -> None:
     code, doc = _invoke(["export-table", str(src), "--out", str(tmp_path / "t.csv")])
     assert code == 0 and doc["rows"] == 2
     assert (tmp_path / "t.csv").read_text() == "a,b\n1,x\n2,\n"
+
+
+def test_export_inspect_takes_a_cladder_import_or_a_bench_not_both(tmp_path: Path) -> None:
+    """``export-inspect --cladder`` writes the task; neither or both sources is a usage error."""
+    code, _ = _invoke(["import", "cladder", str(ROOT / "cladder"), "--out", str(tmp_path / "c")])
+    assert code == 0
+    code, doc = _invoke(["export-inspect", "--cladder", str(tmp_path / "c"), "--out",
+                         str(tmp_path / "t")])
+    assert code == 0 and doc["n_cases"] == 4164 - 68 and doc["target"] == "exact_label"
+    assert (tmp_path / "t" / "task.py").is_file()
+    code, doc = _invoke(["export-inspect", "--out", str(tmp_path / "t2")])
+    assert code == 1 and doc["error"] == "input_error" and not (tmp_path / "t2").exists()
+    code, doc = _invoke(["import", "inspect", str(tmp_path / "x.eval"), "--out",
+                         str(tmp_path / "r.jsonl")])
+    assert code == 1

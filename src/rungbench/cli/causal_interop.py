@@ -87,16 +87,26 @@ def import_bif_command(
 
 def import_inspect_command(
     log: Annotated[pathlib.Path, typer.Argument(help="inspect .eval or .json log.")],
-    bench: Annotated[pathlib.Path, typer.Option("--bench", help="The bench the task ran.")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="agent_response JSONL to write.")],
+    bench: Annotated[pathlib.Path | None, typer.Option("--bench",
+                                                       help="The bench the task ran.")] = None,
+    cladder_import: Annotated[pathlib.Path | None, typer.Option(
+        "--cladder", help="The CLadder import the task ran.")] = None,
     arm: Annotated[str, typer.Option("--arm", help="Arm name of the responses.")] = "inspect",
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Turn an inspect log of an exported task into rungbench responses."""
+    from rungbench.causal.interop.cladder_inspect import import_cladder_log
     from rungbench.causal.interop.inspect_bridge import import_log
 
-    result = run(lambda: import_log(log, bench, out, arm=arm, force=force), as_json=as_json)
+    if (bench is None) == (cladder_import is None):
+        run(lambda: (_ for _ in ()).throw(InputError(
+            "give exactly one of --bench and --cladder", field="bench")), as_json=as_json)
+    result = run(lambda: import_log(log, pathlib.Path(str(bench)), out, arm=arm, force=force)
+                 if bench is not None else
+                 import_cladder_log(log, pathlib.Path(str(cladder_import)), out, force=force),
+                 as_json=as_json)
     if as_json:
         emit_json(result)
         return
@@ -186,7 +196,8 @@ def regrade_command(
                       f"{s['max_abs_diff']:.3f}")
     console.print(table)
     console.print(f"numeric labels flipped: {c['numeric_labels_flipped']} "
-                  f"{c['numeric_labels_flipped_by_type']}; structural labels differing: "
+                  f"{c['numeric_labels_flipped_by_type']} (by CLadder's implemented NDE/NIE: "
+                  f"{c['numeric_labels_flipped_engine_definition']}); structural labels differing: "
                   f"{c['structural_labels_differing']} (undecided {c['structural_undecided']})"
                   f" → {out}", highlight=False)
 
@@ -218,20 +229,28 @@ def export_table_command(
 
 
 def export_inspect_command(
-    bench: Annotated[pathlib.Path, typer.Option("--bench", help="Built causal bench.")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Task directory (sealed).")],
+    bench: Annotated[pathlib.Path | None, typer.Option("--bench",
+                                                       help="Built causal bench.")] = None,
+    cladder_import: Annotated[pathlib.Path | None, typer.Option(
+        "--cladder", help="Sealed CLadder import (targets: exact labels).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1,
                                               help="Only the first N cases.")] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Export a built bench as an inspect_ai task (run it with ``inspect eval``)."""
+    """Export a built bench or a CLadder import as an inspect_ai task (``inspect eval``)."""
+    from rungbench.causal.interop.cladder_inspect import export_cladder_task
     from rungbench.causal.interop.inspect_bridge import export_task, inspect_available
 
     why = inspect_available()
+    if (bench is None) == (cladder_import is None):
+        why = "give exactly one of --bench and --cladder"
     if why is not None:
         run(lambda: (_ for _ in ()).throw(InputError(why, field="inspect")), as_json=as_json)
-    result = run(lambda: export_task(bench, out, limit=limit, force=force), as_json=as_json)
+    result = run(lambda: export_task(bench, out, limit=limit, force=force) if bench is not None
+                 else export_cladder_task(pathlib.Path(str(cladder_import)), out, limit=limit,
+                                          force=force), as_json=as_json)
     if as_json:
         emit_json(result)
         return

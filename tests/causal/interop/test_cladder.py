@@ -220,7 +220,8 @@ def test_answer_rule_reproduces_every_stored_numeric_label(graded: cladder.Regra
 
 
 def test_exact_values_flip_fourteen_numeric_labels(graded: cladder.Regrade) -> None:
-    """Exact values flip 8 marginal and 6 arrowhead NIE labels (named question by question)."""
+    """Exact values of the quantity each question states (its formal_form; for NIE Pearl's
+    E[Y_{0, M_1}] - E[Y_{0, M_0}]) flip 8 marginal and 6 arrowhead NIE labels."""
     flips = sorted(g.question.key for g in graded.questions
                    if g.label_flips and g.question.query_type in cladder.NUMERIC_TYPES)
     assert flips == sorted([
@@ -233,6 +234,51 @@ def test_exact_values_flip_fourteen_numeric_labels(graded: cladder.Regrade) -> N
     counts = graded.counts()
     assert counts["numeric_labels_flipped_by_type"] == {"marginal": 8, "nie": 6}
     assert counts["numeric_values_wrong"] == 820
+
+
+def test_cladder_code_computes_a_soft_intervention_not_the_formal_nie(
+        data: cladder.CladderSet, graded: cladder.Regrade) -> None:
+    """Why 14 and not SOURCES.md's 10: the formal_form E[Y_{X=0, V3=1} - Y_{X=0, V3=0}] is
+    Pearl's NIE (V3 read under X=1, with the unit's own V2), but CLadder's code draws V3 as
+    an independent coin with P(V3=1 | do(X=1)); in arrowhead (V2 -> V3, V2 -> Y) the two
+    differ. Hand formulas on model 392 (non:1079/1080) give both; the code's quantity,
+    computed exactly, flips SOURCES.md's 10 labels (8 marginal, non:743 and non:1080)."""
+    m = data.models[392]
+    c = {k.name: k for k in m.cpts}
+    pk = {1: c["V2"].p_one[0], 0: 1 - c["V2"].p_one[0]}
+
+    def pv(v: int, x: int, k: int) -> float:  # P(V3=v | X=x, V2=k); row = X + 2*V2
+        q = c["V3"].p_one[x + 2 * k]
+        return q if v else 1 - q
+
+    def py(x: int, v: int, k: int) -> float:  # P(Y=1 | X, V2, V3); row = X + 2*V2 + 4*V3
+        return c["Y"].p_one[x + 2 * k + 4 * v]
+
+    base = sum(pk[k] * pv(v, 0, k) * py(0, v, k) for k in (0, 1) for v in (0, 1))
+    pearl = sum(pk[k] * pv(v, 1, k) * py(0, v, k) for k in (0, 1) for v in (0, 1)) - base
+    coin = {v: sum(pk[k] * pv(v, 1, k) for k in (0, 1)) for v in (0, 1)}
+    soft = sum(coin[v] * pk[k] * py(0, v, k) for k in (0, 1) for v in (0, 1)) - base
+    by_key = {g.question.key: g for g in graded.questions}
+    for key in ("non:1079", "non:1080"):
+        g = by_key[key]
+        assert g.exact_value == pytest.approx(pearl, abs=1e-12)
+        assert g.engine_value == pytest.approx(soft, abs=1e-12)
+    assert pearl == pytest.approx(0.012222358281203327, abs=1e-12)
+    assert soft == pytest.approx(-0.019346712428775725, abs=1e-12)
+    counts = graded.counts()
+    assert counts["numeric_labels_flipped_engine_definition"] == 10
+    assert counts["numeric_labels_flipped_engine_definition_by_type"] == {"marginal": 8,
+                                                                           "nie": 2}
+    engine_flips = {g.question.key for g in graded.questions
+                    if g.engine_label_flips and g.question.query_type == "nie"}
+    assert engine_flips == {"non:743", "non:1080"}
+    differs = [g for g in graded.questions if g.engine_value is not None
+               and abs(g.engine_value - (g.exact_value or 0.0)) > 1e-9]
+    assert {g.question.family for g in differs} == {"arrowhead"}
+    others = [g for g in graded.questions if g.engine_value is not None
+              and g.question.family != "arrowhead"]
+    assert others and all(g.engine_value == pytest.approx(g.exact_value, abs=1e-12)
+                          for g in others)
 
 
 def test_structural_labels_agree_except_the_fork_backdoor_items(

@@ -96,3 +96,84 @@ def test_impossible_evidence_is_refused_by_both_engines() -> None:
     for method in ("enumeration", "elimination"):
         with pytest.raises(InputError, match="probability zero"):
             oracle.probability(w, q, method=method)
+
+
+def _min_degree(scopes: list[tuple[str, ...]] | tuple[tuple[str, ...], ...],
+                keep: object) -> list[str]:
+    """The order elimination used before min-fill: greedy min-degree, ties by name."""
+    keep_set = set(keep)  # type: ignore[call-overload]
+    neighbours: dict[str, set[str]] = {}
+    for scope in scopes:
+        for a in scope:
+            neighbours.setdefault(a, set()).update(b for b in scope if b != a)
+    order: list[str] = []
+    todo = {v for v in neighbours if v not in keep_set}
+    while todo:
+        best = min(todo, key=lambda v: (len(neighbours[v]), v))
+        nb = neighbours.pop(best)
+        for a in nb:
+            neighbours[a].discard(best)
+            neighbours[a].update(b for b in nb if b != a)
+        todo.discard(best)
+        order.append(best)
+    return order
+
+
+def _answers(worlds: list[World], rng: np.random.Generator) -> list[float | None]:
+    out: list[float | None] = []
+    for w in worlds:
+        for q in _queries(w, rng):
+            try:
+                out.append(oracle.probability(w, q, method="elimination"))
+            except InputError:
+                out.append(None)
+    return out
+
+
+def test_min_fill_order_gives_the_min_degree_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On motif, random (6-30 nodes, latents) and dense (30-45 nodes) worlds, every rung-1,
+    rung-2 and rung-3 answer under min-fill equals the old min-degree order's to 1e-12."""
+    from rungbench.causal.scm.random_dag import dense_world
+
+    rng = np.random.default_rng(5)
+    worlds = [m.world for m in motif_catalogue(rng) if len(m.world.observed_names) >= 3]
+    worlds += [random_world(DagSpec(n, 0.3, 0.15), rng, f"r{n}") for n in (6, 12, 20, 30)]
+    worlds += [dense_world(n, 2.7, rng, f"d{n}") for n in (30, 45)]
+    new = _answers(worlds, np.random.default_rng(9))
+    elimination._ORDERS.clear()
+    monkeypatch.setattr(elimination, "_elimination_order", _min_degree)
+    old = _answers(worlds, np.random.default_rng(9))
+    elimination._ORDERS.clear()
+    assert len(new) == len(old) and sum(v is not None for v in new) > 60
+    for a, b in zip(new, old, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            assert abs(a - b) <= 1e-12
+
+
+def test_min_fill_narrows_the_largest_table_on_a_dense_world() -> None:
+    """Rung 1 on a dense 80-node world with evidence on every leaf: min-fill's largest table
+    has 23 variables where min-degree's had 26 (measured; 8x less memory)."""
+    from rungbench.causal.scm.random_dag import dense_world
+
+    w = dense_world(80, 2.7, np.random.default_rng(80), "d80")
+    names = [v.name for v in w.variables]
+    has_child = {p for v in w.variables for p in v.parents}
+    leaves = [n for n in names if n not in has_child and n != names[-1]]
+    net_scopes = [(v.name, *v.parents) for v in w.variables]
+    evidence = {leaf: i % 2 for i, leaf in enumerate(leaves)}
+    scopes = [tuple(a for a in s if a not in evidence) for s in net_scopes]
+    keep = [names[-1]]
+
+    def width(order: list[str]) -> int:
+        pool = [frozenset(s) for s in scopes]
+        largest = 0
+        for var in order:
+            touching = [s for s in pool if var in s]
+            merged = frozenset().union(*touching) - {var}
+            pool = [s for s in pool if var not in s] + [merged]
+            largest = max(largest, len(merged))
+        return largest
+
+    assert width(_min_degree(scopes, keep)) == 26
+    assert width(elimination._elimination_order(scopes, keep)) == 23

@@ -56,3 +56,30 @@ def test_the_budget_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
         oracle.probability(world, query, method="elimination", memory_budget=64)
     assert caught.value.codes == ("world_too_large",)
     assert caught.value.reasons[0].data["budget_bytes"] == 64
+
+
+def test_rung3_twin_network_on_a_dense_80_node_world_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rung-3 twin network of a dense 80-node world (in-degree ~2.7, evidence on every
+    leaf) needs a 34-variable table (128 GiB): refused world_too_large with the estimate in
+    machine-readable data, before any factor is built, never a MemoryError."""
+    from rungbench.causal.scm.random_dag import dense_world
+
+    w = dense_world(80, 2.7, np.random.default_rng(80), "d80")
+    names = [v.name for v in w.variables]
+    has_child = {p for v in w.variables for p in v.parents}
+    y = names[-1]
+    x = max(names[:20], key=lambda v: len(w.descendants([v])))
+    evidence = {leaf: i % 2 for i, leaf in enumerate(n for n in names
+                                                     if n not in has_child and n != y)}
+    _no_big_arrays(monkeypatch)
+    query = Query(3, {y: 1}, {x: 1}, {x: 0, **evidence})
+    for call in (lambda: oracle.probability(w, query), lambda: oracle.answer(w, query)):
+        with pytest.raises(Refusal) as caught:
+            call()
+        reason = caught.value.reasons[0]
+        assert caught.value.codes == ("world_too_large",)
+        assert reason.data["largest_factor_variables"] == 34
+        assert reason.data["estimated_bytes"] == 2**34 * 8
+        assert reason.data["budget_bytes"] == elimination.MEMORY_BUDGET_BYTES

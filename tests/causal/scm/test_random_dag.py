@@ -76,3 +76,21 @@ def test_bad_spec_is_an_input_error(spec: DagSpec, field: str) -> None:
     with pytest.raises(InputError) as info:
         random_world(spec, np.random.default_rng(0), "bad")
     assert info.value.field == field
+
+
+def test_dense_worlds_reach_the_requested_in_degree() -> None:
+    """dense_world(80, 2.7) has mean in-degree within 0.2 of 2.7, parents strictly earlier,
+    and the same seed gives the same world; bad sizes are input errors."""
+    from rungbench.causal.scm.random_dag import dense_world
+
+    w = dense_world(80, 2.7, np.random.default_rng(80), "d80")
+    assert abs(np.mean([len(v.parents) for v in w.variables]) - 2.7) < 0.2
+    seen: set[str] = set()
+    for v in w.variables:
+        assert set(v.parents) <= seen
+        seen.add(v.name)
+    assert w == dense_world(80, 2.7, np.random.default_rng(80), "d80")
+    with pytest.raises(InputError):
+        dense_world(1, 2.7, np.random.default_rng(0), "x")
+    with pytest.raises(InputError):
+        dense_world(5, -1.0, np.random.default_rng(0), "x")

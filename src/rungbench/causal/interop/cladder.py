@@ -323,6 +323,53 @@ def exact_numeric(model: CladderModel, q: CladderQuestion) -> float:
     return estimands.estimate(world, t, x, y, mediator_set=ms).value
 
 
+def engine_effect(model: CladderModel, kind: str, x: str, y: str,
+                  mediators: Sequence[str]) -> float:
+    """The exact value of the quantity CLadder's *code* computes for ``nde``/``nie``.
+
+    CLadder's generator (``causalbenchmark/graphs/bayes.py``, ``BayesLike.nie``/``nde``)
+    does not evaluate the nested counterfactual of its ``formal_form``: it replaces each
+    mediator's mechanism by an independent coin with the mediator's marginal P(M=1 | do(X=x'))
+    (a soft intervention) and returns P(Y=1 | do(X=x, M ~ coin)) - P(Y=1 | do(X=x0)). This
+    equals Pearl's natural effect unless a mediator shares a cause with Y other than X (in
+    CLadder, only the ``arrowhead`` family: V2 -> V3 and V2 -> Y), where it is the randomized
+    interventional analogue without covariates. Computed here exactly (no loopy belief
+    propagation), so the stored numbers can be split into definition and engine error.
+    """
+    if kind not in ("nde", "nie"):
+        raise InputError(f"no engine definition for {kind!r}", field="query_type")
+    key = (id(model), kind, x, y, tuple(mediators))
+    hit = _ENGINE_CACHE.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    value = _engine_effect(model, kind, x, y, mediators)
+    if len(_ENGINE_CACHE) >= 4096:
+        _ENGINE_CACHE.pop(next(iter(_ENGINE_CACHE)))
+    _ENGINE_CACHE[key] = (model, value)
+    return value
+
+
+_ENGINE_CACHE: dict[tuple[object, ...], tuple[CladderModel, float]] = {}
+"""Engine values by (model identity, kind, x, y, mediators): both polarities and every
+file that asks the same question reuse one computation."""
+
+
+def _engine_effect(model: CladderModel, kind: str, x: str, y: str,
+                   mediators: Sequence[str]) -> float:
+    world = model.world
+    outer, inner = (1, 0) if kind == "nde" else (0, 1)
+    coin = {m: oracle.probability(world, Query(2, {m: 1}, {x: inner})) for m in mediators}
+    total = 0.0
+    for bits in range(1 << len(mediators)):
+        setting = {m: (bits >> i) & 1 for i, m in enumerate(mediators)}
+        weight = 1.0
+        for m, v in setting.items():
+            weight *= coin[m] if v else 1.0 - coin[m]
+        if weight:
+            total += weight * oracle.probability(world, Query(2, {y: 1}, {x: outer, **setting}))
+    return total - oracle.probability(world, Query(2, {y: 1}, {x: 0}))
+
+
 @dataclass(frozen=True)
 class QuestionGrade:
     """One question re-graded exactly."""
@@ -337,6 +384,11 @@ class QuestionGrade:
     """The label the exact answer gives; None when the exact answer decides neither way."""
     note: str = ""
     """Why a structural label differs, or why no label is decided."""
+    engine_value: float | None = None
+    """``nde``/``nie``: the exact value of CLadder's implemented estimand
+    (:func:`engine_effect`), else None."""
+    engine_label: str | None = None
+    """The label CLadder's rule gives on :attr:`engine_value` (None when there is none)."""
 
     @property
     def value_agrees(self) -> bool:
@@ -350,6 +402,15 @@ class QuestionGrade:
         """Whether the exact label differs from CLadder's."""
         return self.exact_label != self.question.label
 
+    @property
+    def engine_label_flips(self) -> bool:
+        """Whether the label flips when the exact value of CLadder's implemented estimand
+        replaces the stored number (the loopy-BP error alone; equals :attr:`label_flips`
+        outside ``nde``/``nie``)."""
+        if self.engine_value is None:
+            return self.label_flips
+        return self.engine_label != self.question.label
+
     def to_json(self) -> dict[str, Any]:
         """Flat record for the regrade table."""
         q = self.question
@@ -359,6 +420,8 @@ class QuestionGrade:
             "exact_label": self.exact_label, "cladder_value": self.cladder_value,
             "exact_value": self.exact_value, "value_agrees": self.value_agrees,
             "label_flips": self.label_flips, "note": self.note,
+            "engine_value": self.engine_value, "engine_label": self.engine_label,
+            "engine_label_flips": self.engine_label_flips,
         }
 
 
@@ -406,8 +469,22 @@ def grade_question(model: CladderModel, q: CladderQuestion) -> QuestionGrade:
         if isinstance(gold, bool) or not isinstance(gold, int | float):
             raise InputError(f"numeric groundtruth expected, got {gold!r}", field=q.key)
         value = exact_numeric(model, q)
-        return QuestionGrade(q, float(gold), value,
-                             cladder_label(q.query_type, value, bool(q.meta.get("polarity"))))
+        polarity = bool(q.meta.get("polarity"))
+        label = cladder_label(q.query_type, value, polarity)
+        if q.query_type not in ("nde", "nie"):
+            return QuestionGrade(q, float(gold), value, label)
+        x, y = str(q.meta.get("treatment", "X")), str(q.meta.get("outcome", "Y"))
+        mediators = q.meta.get("mediators")
+        ms = ([str(m) for m in mediators] if isinstance(mediators, list)
+              else list(estimands.mediators(model.world, x, y)))
+        engine = engine_effect(model, q.query_type, x, y, ms)
+        note = ""
+        if abs(engine - value) > AGREE_TOLERANCE:
+            note = ("CLadder's code draws the mediator independently of its other causes "
+                    "(soft intervention), which is not the natural effect of its formal_form "
+                    "in this graph")
+        return QuestionGrade(q, float(gold), value, label, note, engine,
+                             cladder_label(q.query_type, engine, polarity))
     if q.query_type == "collider_bias":
         x, y = str(q.meta.get("treatment", "X")), str(q.meta.get("outcome", "Y"))
         causes = x in model.world.ancestors([y]) and x != y
@@ -495,6 +572,11 @@ class Regrade:
         for g in flips:
             by_type[g.question.query_type] = by_type.get(g.question.query_type, 0) + 1
         structural = [g for g in self.questions if g.question.query_type in STRUCTURAL_TYPES]
+        engine_flips = [g for g in numeric if g.engine_label_flips]
+        engine_by_type: dict[str, int] = {}
+        for g in engine_flips:
+            engine_by_type[g.question.query_type] = (
+                engine_by_type.get(g.question.query_type, 0) + 1)
         return {
             "models": len({g.model_id for g in self.quantities}),
             "quantities": len(self.quantities),
@@ -504,6 +586,13 @@ class Regrade:
             "numeric_values_wrong": sum(1 for g in numeric if not g.value_agrees),
             "numeric_labels_flipped": len(flips),
             "numeric_labels_flipped_by_type": dict(sorted(by_type.items())),
+            "numeric_labels_flipped_engine_definition": len(engine_flips),
+            "numeric_labels_flipped_engine_definition_by_type":
+                dict(sorted(engine_by_type.items())),
+            "natural_effect_definition_differs": sum(
+                1 for g in numeric if g.engine_value is not None
+                and g.exact_value is not None
+                and abs(g.engine_value - g.exact_value) > AGREE_TOLERANCE),
             "structural_questions": len(structural),
             "structural_labels_differing": sum(1 for g in structural if g.label_flips),
             "structural_undecided": sum(1 for g in structural if g.exact_label is None),

@@ -320,7 +320,12 @@ CLADDER_QUESTIONS = TableSchema("cladder-questions", (
     _c("exact_value", "float", "exact number"),
     _c("value_agrees", "bool", "|cladder - exact| <= 1e-9 (true when there is no number)"),
     _c("label_flips", "bool", "exact label differs from CLadder's"),
-    _c("note", "str", "why a structural label differs or is undecided"),
+    _c("note", "str", "why a structural label differs or is undecided, or why CLadder's "
+       "implemented nde/nie differs from its formal_form"),
+    _c("engine_value", "float", "nde/nie: exact value of CLadder's implemented estimand "
+       "(mediator drawn as an independent coin)"),
+    _c("engine_label", "str", "label CLadder's rule gives on engine_value"),
+    _c("engine_label_flips", "bool", "engine_label differs from CLadder's (loopy-BP error only)"),
 ), "one row per CLadder question re-graded exactly")
 """Schema of the CLadder question re-grade table."""
 

@@ -17,6 +17,7 @@ say whether a query depends on anything beyond each variable's CPT.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,9 +57,12 @@ def _bits_table(k: int) -> np.ndarray:
 
 def cpd_factor(v: Variable, node: str, parent_nodes: Sequence[str]) -> Factor:
     """P(V | parents) with U_V summed out, as a factor over (node, *parent_nodes)."""
-    k = len(v.parents)
-    arr = v.cpd()  # axis 0: V, axis 1: row index
-    return Factor((node, *parent_nodes), _rows_to_axes(arr, k, lead=1))
+    table = v.__dict__.get("_cpd_axes")  # the same table whatever the node names
+    if table is None:
+        table = _rows_to_axes(v.cpd(), len(v.parents), lead=1)  # axis 0: V, 1: row index
+        table.setflags(write=False)
+        object.__setattr__(v, "_cpd_axes", table)
+    return Factor((node, *parent_nodes), table)
 
 
 def _rows_to_axes(arr: np.ndarray, k: int, *, lead: int) -> np.ndarray:
@@ -110,23 +114,138 @@ def reduce(factor: Factor, evidence: Mapping[str, int]) -> Factor:
     return Factor(kept, factor.table[index])
 
 
-def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
-    """Greedy min-degree order over the interaction graph of ``scopes`` (ties by name)."""
-    keep_set = set(keep)
+_ORDERS: dict[tuple[tuple[tuple[str, ...], ...], tuple[str, ...]], tuple[str, ...]] = {}
+"""Elimination orders already computed, by canonical (scopes, keep): a warm query reuses its
+order, and the budget check and the elimination share one computation."""
+
+_MAX_ORDERS = 4096
+
+
+MIN_FILL_FROM = 12
+"""Largest-table size (variables) from which min-fill is also tried (smaller is cheap)."""
+
+
+def _fill(neighbours: Mapping[str, set[str]], v: str) -> int:
+    """Edges the elimination of ``v`` adds between its neighbours (the min-fill score)."""
+    nb = neighbours[v]
+    return sum(len(nb - neighbours[a]) - 1 for a in nb) // 2
+
+
+def _graph(scopes: Iterable[Sequence[str]]) -> dict[str, set[str]]:
     neighbours: dict[str, set[str]] = {}
     for scope in scopes:
         for a in scope:
             neighbours.setdefault(a, set()).update(b for b in scope if b != a)
+    return neighbours
+
+
+def _min_degree(neighbours: dict[str, set[str]], keep: set[str]) -> list[str]:
+    """Greedy min-degree (min-weight for binary variables) order, ties by name (a heap with
+    lazy deletion: only the eliminated variable's neighbours change degree)."""
+    todo = {v for v in neighbours if v not in keep}
+    heap = [(len(neighbours[v]), v) for v in todo]
+    heapq.heapify(heap)
     order: list[str] = []
-    todo = {v for v in neighbours if v not in keep_set}
     while todo:
-        best = min(todo, key=lambda v: (len(neighbours[v]), v))
+        degree, best = heapq.heappop(heap)
+        if best not in todo or len(neighbours[best]) != degree:
+            continue  # a stale entry
+        nb = neighbours.pop(best)
+        for a in nb:
+            na = neighbours[a]
+            na.discard(best)
+            na.update(nb)
+            na.discard(a)
+            if a in todo:
+                heapq.heappush(heap, (len(na), a))
+        todo.discard(best)
+        order.append(best)
+    return order
+
+
+def _min_fill(neighbours: dict[str, set[str]], keep: set[str]) -> list[str]:
+    """Greedy min-fill order (ties: fewest neighbours, then name); a heap with lazy deletion,
+    scores updated only within distance two of each eliminated variable."""
+    todo = {v for v in neighbours if v not in keep}
+    score = {v: (_fill(neighbours, v), len(neighbours[v])) for v in todo}
+    heap = [(sc, v) for v, sc in score.items()]
+    heapq.heapify(heap)
+    order: list[str] = []
+    while todo:
+        sc, best = heapq.heappop(heap)
+        if best not in todo or score[best] != sc:
+            continue  # a stale entry
         nb = neighbours.pop(best)
         for a in nb:
             neighbours[a].discard(best)
             neighbours[a].update(b for b in nb if b != a)
         todo.discard(best)
         order.append(best)
+        dirty = set(nb)
+        for a in nb:
+            dirty.update(neighbours[a])
+        for v in dirty & todo:
+            new = (_fill(neighbours, v), len(neighbours[v]))
+            if new != score[v]:
+                score[v] = new
+                heapq.heappush(heap, (new, v))
+    return order
+
+
+def _replay(scopes: Iterable[Sequence[str]], order: Sequence[str]) -> tuple[int, int]:
+    """(variables of the largest table, total entries built) of eliminating in ``order``.
+
+    No table is built: each step merges the scopes touching the variable (found through a
+    variable -> scope-slot index) into one over their union minus it.
+    """
+    pool: dict[int, frozenset[str]] = dict(enumerate(frozenset(s) for s in scopes))
+    where: dict[str, set[int]] = {}
+    for slot, sc in pool.items():
+        for a in sc:
+            where.setdefault(a, set()).add(slot)
+    largest, cost = max((len(sc) for sc in pool.values()), default=0), 0
+    slot = len(pool)
+    for var in order:
+        touching = where.pop(var, set())
+        merged = frozenset().union(*(pool.pop(t) for t in touching))
+        out = merged - {var}
+        for a in out:
+            where[a] -= touching
+            where[a].add(slot)
+        pool[slot] = out
+        slot += 1
+        largest, cost = max(largest, len(out)), cost + 2 ** len(merged)
+    return largest, cost
+
+
+def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
+    """A treewidth-aware elimination order over the interaction (moral) graph of ``scopes``.
+
+    The scopes are those of the pruned network (only ancestors of the target and evidence,
+    evidence already reduced), so the graph is the moralized, pruned one. Greedy min-degree
+    (min-weight for binary variables) first; when its largest table reaches
+    :data:`MIN_FILL_FROM` variables, greedy min-fill is computed too and the order building
+    fewer table entries (then the narrower) is kept: min-fill tracks treewidth on dense
+    worlds where min-degree's cliques are wider, and easy queries skip its cost. Orders are
+    memoized by canonical input (a warm query, and the budget check before its
+    elimination, reuse one computation).
+    """
+    keep_t = tuple(sorted(set(keep)))
+    key = (tuple(sorted({tuple(sorted(s)) for s in scopes})), keep_t)
+    hit = _ORDERS.get(key)
+    if hit is not None:
+        return list(hit)
+    keep_set = set(keep_t)
+    order = _min_degree(_graph(key[0]), keep_set)
+    width, cost = _replay(key[0], order)
+    if width >= MIN_FILL_FROM:
+        alt = _min_fill(_graph(key[0]), keep_set)
+        alt_width, alt_cost = _replay(key[0], alt)
+        if (alt_cost, alt_width) < (cost, width):
+            order = alt
+    if len(_ORDERS) >= _MAX_ORDERS:
+        _ORDERS.pop(next(iter(_ORDERS)))
+    _ORDERS[key] = tuple(order)
     return order
 
 
@@ -146,14 +265,8 @@ def largest_table(scopes: Sequence[Sequence[str]], keep: Sequence[str]) -> int:
     Replays the elimination order on the scopes alone (no table is built): each step
     multiplies the factors touching a variable into one over their union minus it.
     """
-    pool = [frozenset(s) for s in scopes]
-    largest = max((len(s) for s in pool), default=0)
-    for var in _elimination_order([tuple(s) for s in pool], keep):
-        touching = [s for s in pool if var in s]
-        merged = frozenset().union(*touching) - {var}
-        pool = [s for s in pool if var not in s] + [merged]
-        largest = max(largest, len(merged))
-    return max(largest, len(set(keep)))
+    width, _ = _replay(scopes, _elimination_order(scopes, keep))
+    return max(width, len(set(keep)))
 
 
 def check_budget(world_id: str, n_variables: int, entries: int, budget: int) -> None:
@@ -239,6 +352,7 @@ class _Network:
         self.world = world
         self.factors: dict[tuple[object, ...], Factor] = {}
         self.reached: dict[frozenset[str], frozenset[str]] = {}
+        self.plans: dict[tuple[object, ...], _Plan] = {}
 
     def descendants(self, do: Mapping[str, int]) -> frozenset[str]:
         key = frozenset(do)
@@ -270,6 +384,12 @@ def _network(world: World) -> _Network:
         net = _Network(world)
         _NETWORKS[id(world)] = net
     return net
+
+
+def clear_caches() -> None:
+    """Forget every compiled network, plan and elimination order (the next query is cold)."""
+    _NETWORKS.clear()
+    _ORDERS.clear()
 
 
 Copies = dict[str, dict[str, list[str | int]]]
@@ -326,9 +446,102 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
     intervention of that world reaches V. Only ancestors of the events are
     built (barren nodes sum to one). Exact by variable elimination. Before any table
     is built, the largest table is estimated; past ``memory_budget`` bytes (default
-    :data:`MEMORY_BUDGET_BYTES`) the query is refused (``world_too_large``).
+    :data:`MEMORY_BUDGET_BYTES`) the query is refused (``world_too_large``). The compiled
+    plan (reduced factors, min-fill order, einsum steps) is kept per world, so a repeated
+    query only runs the contractions.
     """
     net = _network(world)
+    budget = MEMORY_BUDGET_BYTES if memory_budget is None else memory_budget
+    key = (_specs_key(worlds), _specs_key(given), budget)
+    plan = net.plans.get(key)
+    if plan is None:
+        plan = _compile(world, net, worlds, given, budget)
+        if len(net.plans) >= _MAX_PLANS:
+            net.plans.pop(next(iter(net.plans)))
+        net.plans[key] = plan
+    return plan.run()
+
+
+_MAX_PLANS = 512
+"""Compiled plans kept per world."""
+
+
+def _specs_key(specs: Sequence[WorldSpec]) -> tuple[object, ...]:
+    return tuple((tuple(sorted(s.do.items())), tuple(sorted(s.event.items())), s.fresh_noise,
+                  tuple(sorted(s.borrow.items()))) for s in specs)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A compiled multi-world query: reduced factor tables and the einsum of every step."""
+
+    zero_evidence: bool
+    """The evidence contradicts itself or a do(): P(evidence) = 0."""
+    conflict: bool
+    """The target contradicts itself or the evidence (P = 0 when P(evidence) > 0)."""
+    query: tuple[str, ...]
+    """Target nodes still free after the evidence, in axis order."""
+    values: tuple[int, ...]
+    """The target's value at each query node."""
+    tables: tuple[np.ndarray, ...]
+    """Reduced factor tables (slots 0..k-1)."""
+    steps: tuple[tuple[tuple[tuple[int, tuple[int, ...]], ...], tuple[int, ...]], ...]
+    """Per step: ((slot, subscripts) of each operand, output subscripts); each step's
+    result is the next slot; the last step is the product over ``query``."""
+
+    def run(self) -> float:
+        if self.zero_evidence:
+            return _zero_evidence()
+        tables = list(self.tables)
+        for operands, out in self.steps:
+            args: list[Any] = []
+            for slot, sub in operands:
+                args.append(tables[slot])
+                args.append(list(sub))
+            if operands:
+                tables.append(np.asarray(np.einsum(*args, list(out), optimize=False)))
+            else:
+                tables.append(np.ones((2,) * len(out)))
+        joint = tables[-1]
+        total = float(joint.sum())
+        if total <= 0.0:
+            return _zero_evidence()
+        if self.conflict:
+            return 0.0
+        if not self.query:
+            return 1.0
+        return float(joint[self.values]) / total
+
+
+def _steps(scopes: Sequence[tuple[str, ...]], keep: tuple[str, ...]
+           ) -> tuple[tuple[tuple[tuple[int, tuple[int, ...]], ...], tuple[int, ...]], ...]:
+    """The einsum steps of :func:`eliminate` over factors with ``scopes`` (no table built)."""
+    pool: list[tuple[int, tuple[str, ...]]] = list(enumerate(scopes))
+    next_slot = len(scopes)
+    steps = []
+
+    def step(touching: list[tuple[int, tuple[str, ...]]], drop: str | None,
+             order: tuple[str, ...] | None) -> tuple[str, ...]:
+        names: dict[str, int] = {}
+        operands = tuple((slot, tuple(names.setdefault(a, len(names)) for a in sc))
+                         for slot, sc in touching)
+        out = order if order is not None else tuple(a for a in names if a != drop)
+        for a in out:
+            names.setdefault(a, len(names))
+        steps.append((operands, tuple(names[a] for a in out)))
+        return out
+
+    for var in _elimination_order([sc for _, sc in pool], keep):
+        touching = [f for f in pool if var in f[1]]
+        pool = [f for f in pool if var not in f[1]]
+        pool.append((next_slot, step(touching, var, None)))
+        next_slot += 1
+    step(pool, None, keep)
+    return tuple(steps)
+
+
+def _compile(world: World, net: _Network, worlds: Sequence[WorldSpec],
+             given: Sequence[WorldSpec], budget: int) -> _Plan:
     specs = list(worlds) + list(given)
     node_of, copies, fresh = _build_nodes(world, net, specs)
     target: dict[str, int] = {}
@@ -343,7 +556,7 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
                 if (at if isinstance(at, int) else bucket[at]) == value:
                     continue
                 if not is_target:
-                    return _zero_evidence()
+                    return _Plan(True, False, (), (), (), ())
                 conflict = True
                 continue
             bucket[at] = value
@@ -353,7 +566,7 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
             del target[at]
     if conflict:
         target = {}
-    query = sorted(target)
+    query = tuple(sorted(target))
     needed = _ancestral_nodes(copies, set(query) | set(evidence))
     plan: list[tuple[Variable, list[tuple[str, list[str | int]]]]] = []
     for name, by_node in copies.items():
@@ -361,18 +574,11 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
         live = [(n, ps) for n, ps in by_node.items() if n in needed and n not in fresh]
         groups = [[c] for c in by_node.items() if c[0] in needed and c[0] in fresh]
         plan.extend((var, group) for group in ([live] if live else []) + groups)
-    budget = MEMORY_BUDGET_BYTES if memory_budget is None else memory_budget
     plan_check(world, plan, evidence, query, budget)
     factors = [reduce(net.factor(var, group), evidence) for var, group in plan]
-    joint = eliminate(factors, query)
-    total = float(joint.table.sum())
-    if total <= 0.0:
-        return _zero_evidence()
-    if conflict:
-        return 0.0
-    if not query:
-        return 1.0
-    return float(joint.table[tuple(target[q] for q in query)]) / total
+    steps = _steps([f.variables for f in factors], query)
+    return _Plan(False, conflict, query, tuple(target[q] for q in query),
+                 tuple(f.table for f in factors), steps)
 
 
 def _copy_name(copies: Mapping[str, Mapping[str, Sequence[str | int]]], name: str,

@@ -12,6 +12,7 @@ and checked against a world by `check_query`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,10 +61,17 @@ class Variable:
 
     def cpd(self) -> np.ndarray:
         """Return P(V=v | row) as a (2, rows) array; both rows are sums of response
-        probabilities, so impossible values are exactly 0 (not 1 - (1 - 1e-16))."""
-        probs = np.array([r.p for r in self.responses])
-        tables = np.array([r.table for r in self.responses], dtype=float)
-        return np.stack([probs @ (1.0 - tables), probs @ tables])
+        probabilities, so impossible values are exactly 0 (not 1 - (1 - 1e-16)).
+
+        Computed once per variable (it is immutable) and returned read-only."""
+        cached = self.__dict__.get("_cpd")
+        if cached is None:
+            probs = np.array([r.p for r in self.responses])
+            tables = np.array([r.table for r in self.responses], dtype=float)
+            cached = np.stack([probs @ (1.0 - tables), probs @ tables])
+            cached.setflags(write=False)
+            object.__setattr__(self, "_cpd", cached)
+        return cached
 
 
 @dataclass(frozen=True)
@@ -229,31 +237,37 @@ def _variable_from_json(raw: Any, i: int) -> Variable:
     return Variable(name, tuple(parents), tuple(parsed), observed)
 
 
+_BITS = frozenset((0, 1))
+
+
 def _check_variable(v: Variable) -> None:
-    where = f"variables[{v.name}]"
     width = 2 ** len(v.parents)
     if len(set(v.parents)) != len(v.parents):
-        raise InputError(f"repeated parent in {list(v.parents)!r}", field=f"{where}.parents")
+        raise InputError(f"repeated parent in {list(v.parents)!r}",
+                         field=f"variables[{v.name}].parents")
     if v.name in v.parents:
-        raise InputError(f"{v.name!r} is its own parent (cycle)", field=f"{where}.parents")
+        raise InputError(f"{v.name!r} is its own parent (cycle)",
+                         field=f"variables[{v.name}].parents")
     if not v.responses:
-        raise InputError("no response functions", field=f"{where}.responses")
+        raise InputError("no response functions", field=f"variables[{v.name}].responses")
     for j, r in enumerate(v.responses):
-        rw = f"{where}.responses[{j}]"
         if not (r.p > 0.0 and math.isfinite(r.p)):
-            raise InputError(f"response probability must be > 0, got {r.p!r}", field=f"{rw}.p")
+            raise InputError(f"response probability must be > 0, got {r.p!r}",
+                             field=f"variables[{v.name}].responses[{j}].p")
         if len(r.table) != width:
             raise InputError(f"table needs {width} rows for {len(v.parents)} parents, "
-                             f"got {len(r.table)}", field=f"{rw}.table")
-        if any(t not in (0, 1) for t in r.table):
+                             f"got {len(r.table)}",
+                             field=f"variables[{v.name}].responses[{j}].table")
+        if not _BITS.issuperset(r.table):
             raise InputError(f"table entries must be 0 or 1, got {list(r.table)!r}",
-                             field=f"{rw}.table")
+                             field=f"variables[{v.name}].responses[{j}].table")
     total = math.fsum(r.p for r in v.responses)
     if abs(total - 1.0) > PROB_TOLERANCE:
         raise InputError(f"response probabilities sum to {total!r}, not 1",
-                         field=f"{where}.responses")
+                         field=f"variables[{v.name}].responses")
     if len({r.table for r in v.responses}) != len(v.responses):
-        raise InputError("response tables are not distinct", field=f"{where}.responses")
+        raise InputError("response tables are not distinct",
+                         field=f"variables[{v.name}].responses")
 
 
 def _validate_and_order(variables: Sequence[Variable]) -> tuple[Variable, ...]:
@@ -274,21 +288,22 @@ def _validate_and_order(variables: Sequence[Variable]) -> tuple[Variable, ...]:
 
 
 def _topological(by_name: Mapping[str, Variable]) -> tuple[Variable, ...]:
+    """Kahn's algorithm, always taking the smallest ready name (a heap)."""
     indegree = {n: len(v.parents) for n, v in by_name.items()}
     children: dict[str, list[str]] = {n: [] for n in by_name}
     for n, v in by_name.items():
         for p in v.parents:
             children[p].append(n)
-    ready = sorted(n for n, d in indegree.items() if d == 0)
+    ready = [n for n, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
     out: list[Variable] = []
     while ready:
-        n = ready.pop(0)
+        n = heapq.heappop(ready)
         out.append(by_name[n])
         for c in children[n]:
             indegree[c] -= 1
             if indegree[c] == 0:
-                ready.append(c)
-        ready.sort()
+                heapq.heappush(ready, c)
     if len(out) != len(by_name):
         stuck = sorted(n for n, d in indegree.items() if d > 0)
         raise InputError(f"the parent relation has a cycle through {stuck!r}",
