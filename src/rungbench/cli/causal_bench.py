@@ -1,4 +1,4 @@
-"""`rungbench causal build|eval|score|report|audit|scorer-agreement`: the causal benchmark CLI.
+"""`rungbench causal build|eval|score|report|audit|scorer-agreement|episodes`: the bench CLI.
 
 Thin: parse, call one library function, print (Rich tables or one JSON document).
 The causal library loads inside each command, so that ``rungbench --help`` stays fast.
@@ -45,21 +45,25 @@ def build_command(
     out: Annotated[pathlib.Path, typer.Option("--out", help="Output directory.")],
     worlds: Annotated[int, typer.Option("--worlds", help="Number of worlds (at most 2000).",
                                         callback=_worlds_in_range)] = 60,
+    families: Annotated[str | None, typer.Option(
+        "--families", help="Also build next-stage families as records/2 files: any of "
+        "incident,active,revision,provenance,negative (comma-separated).")] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Build a split: DIR/public (cases), DIR/private (oracle, mode 0700), DIR/SEAL.json.
 
     The bench appears at DIR only complete and sealed; an existing DIR is refused
-    (exit 3, ``exists``) unless --force.
+    (exit 3, ``exists``) unless --force. Without --families the bench is what it always
+    was; with it, the next-stage families are added as cases.v2/oracle.v2 files.
     """
     from rungbench.causal.bench.build import build_split
 
     if split not in ("dev", "validation", "test"):
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
-        summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force),
-                      as_json=as_json)
+        summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force,
+                                          families=families), as_json=as_json)
     if as_json:
         emit_json(summary)
         return
@@ -68,6 +72,8 @@ def build_command(
     table.add_column("cases", justify="right")
     for key, n in summary["counts"].items():
         table.add_row(key, str(n))
+    for key, n in summary.get("records_v2", {}).get("counts", {}).items():
+        table.add_row(f"{key} (records/2)", str(n))
     console.print(table)
     scan = summary["leak_scan"]
     console.print(f"{summary['n_worlds']} worlds, {summary['n_cases']} cases; leak scan "
@@ -187,6 +193,10 @@ def audit_command(
                 f"{v['varsortability_standardized']:.3f}; sort-by-variance baseline raw "
                 f"{v['sort_by_variance_accuracy_raw']:.3f}, standardized "
                 f"{v['sort_by_variance_accuracy_standardized']:.3f}")
+        if "skin_structure_v2" in result:
+            sv, lv = result["skin_structure_v2"], result["listing_order_v2"]
+            console.print(f"records/2: {sv['mismatched']} of {sv['pairs']} twin pairs differ; "
+                          f"listing agreement {lv['rate']:.3f} (gate ≤ {lv['gate']})")
         if result.get("skin_behaviour", {}).get("pairs"):
             sb = result["skin_behaviour"]
             console.print(f"skin behaviour: domain {sb['domain_accuracy']:.3f} vs nonsense "
@@ -221,6 +231,52 @@ def agreement_command(
         raise typer.Exit(1)
 
 
+def episodes_command(
+    bench: BenchOpt,
+    agent: Annotated[str, typer.Option("--agent", help="reference:p2_protocol, "
+                                       "reference:premature_commitment or openai:MODEL.")],
+    out: Annotated[pathlib.Path, typer.Option("--out", help="Folder holding runs/.")],
+    worlds: Annotated[int | None, typer.Option("--worlds", min=1, max=2000,
+                                               help="First N records/2 worlds.")] = None,
+    families: Annotated[str | None, typer.Option(
+        "--families", help="Only these: incident,active,revision,provenance,negative.")] = None,
+    budget: Annotated[float | None, typer.Option("--budget", min=0.0, max=1000.0,
+                                                 help="Experiment budget per episode.")] = None,
+    resume: Annotated[pathlib.Path | None, typer.Option("--resume", help="Run to resume.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="openai:MODEL endpoint "
+                                                 "(key in $OPENAI_API_KEY).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run an agent on the records/2 cases as tool-use episodes (loopback openai).
+
+    Telemetry comes only from the logs/metrics tools, experiments from run_experiment; every
+    call is a tool_call record of the run, and each answer is scored on the evidence the
+    episode actually obtained.
+    """
+    from rungbench.causal.bench.episode_runs import run_agent
+    from rungbench.causal.bench.next_build import parse_families
+
+    def go() -> dict[str, Any]:
+        chosen = parse_families(families) if families is not None else None
+        return run_agent(bench, out, agent, base_url=base_url, resume=resume, worlds=worlds,
+                         families=chosen, experiment_budget=budget)
+
+    result = run(go, as_json=as_json)
+    result.pop("rows")
+    if as_json:
+        emit_json(result)
+        return
+    table = Table(title=f"{result['agent']} episodes → {result['run']}")
+    for col in ("family", "n", "outcomes", "lucky", "decision regret", "experiments"):
+        table.add_column(col)
+    for fam, b in result["scored"]["families"].items():
+        regret = b.get("mean_decision_regret")
+        table.add_row(fam, str(b["n"]), ", ".join(f"{k} {v}" for k, v in b["outcomes"].items()),
+                      f"{b['lucky_rate']:.2f}", "-" if regret is None else f"{regret:.3f}",
+                      f"{b['mean_experiments']:.2f}")
+    console.print(table)
+
+
 def register(app: typer.Typer) -> None:
     """Add the benchmark commands to the ``rungbench causal`` app."""
     app.command("build")(build_command)
@@ -229,6 +285,7 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
     app.command("audit")(audit_command)
     app.command("scorer-agreement")(agreement_command)
+    app.command("episodes")(episodes_command)
     from rungbench.cli import causal_logger
 
     causal_logger.register(app)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from importlib.resources import files
 
 import numpy as np
 import pytest
@@ -12,6 +14,8 @@ from rungbench.causal.bench.incidents import (
     IncidentWorld,
     draw_incident,
     draw_incident_world,
+    draw_interaction_world,
+    interaction_outage,
 )
 from rungbench.causal.scm import mechanisms
 from rungbench.causal.scm.world import Variable, World
@@ -60,3 +64,59 @@ def test_true_fault_always_in_identified_set() -> None:
         assert inc.fault in d.identified_set
         assert sum(d.posterior.values()) == pytest.approx(1.0)
         assert all(v >= -1e-12 for v in d.eig_bits.values())
+
+
+def _joint_world() -> IncidentWorld:
+    """Hand world j1: a (0.5), b (0.4), c (0.1); outage := c | (a & b); s0 := a, s1 := c."""
+    v = [
+        Variable("a", (), mechanisms.root(0.5)), Variable("b", (), mechanisms.root(0.4)),
+        Variable("c", (), mechanisms.root(0.1)),
+        Variable("s0", ("a",), mechanisms.noisy_or([1.0], 0.0)),
+        Variable("s1", ("c",), mechanisms.noisy_or([1.0], 0.0)),
+        Variable("outage", ("a", "b", "c"), interaction_outage(3, (0, 1))),
+    ]
+    return IncidentWorld(World("j1", tuple(v)), ("a", "b", "c"), ("s0", "s1"),
+                         {"s0": "logs", "s1": "metrics"}, {"s0": 0.4, "s1": 0.6},
+                         {"a": 1.0, "b": 1.5, "c": 2.0}, joint={"a+b": ("a", "b")})
+
+
+def _hand_oracle(name: str) -> dict[str, object]:
+    doc = json.loads((files("rungbench.causal") / "data" / "next_family_cases.json").read_text())
+    oracle: dict[str, object] = doc["oracles"][name]
+    return oracle
+
+
+@pytest.mark.parametrize(("name", "evidence"), [("joint_two", {"outage": 1}),
+                                                ("joint_unique", {"outage": 1, "s0": 1})])
+def test_interaction_hand_world_matches_the_key(name: str, evidence: dict[str, int]) -> None:
+    """The oracle reproduces the hand-derived set, losses, EIG and decision values of j1."""
+    d = Diagnosis(_joint_world(), evidence)
+    key = _hand_oracle(name)
+    assert d.identified_set == key["identified_set"]
+    probe = {x: f"probe:{x}" for x in d.probes} | {"act_now": "act_now"}
+    for ours, theirs in ((d.expected_loss, key["expected_loss"]),
+                         ({probe[k]: v for k, v in d.eig_bits.items()}, key["eig_bits"]),
+                         ({probe[k]: v for k, v in d.experiment_loss.items()},
+                          key["experiment_loss"])):
+        assert isinstance(theirs, dict) and set(ours) == set(theirs)
+        assert all(ours[k] == pytest.approx(theirs[k], abs=1e-12) for k in ours)
+    assert [probe[x] for x in d.discriminating] == key["discriminating"]
+
+
+def test_interaction_prior_excludes_lone_components() -> None:
+    """Given the outage, a lone component of the joint cause has posterior 0; a+b has 6/7."""
+    d = Diagnosis(_joint_world(), {"outage": 1})
+    assert d.posterior["a"] == d.posterior["b"] == 0.0
+    assert d.posterior["a+b"] == pytest.approx(6 / 7)
+
+
+def test_interaction_episodes_sample_a_possible_cause() -> None:
+    """In drawn interaction worlds the sampled cause produces the outage and stays identified."""
+    rng = np.random.default_rng(3)
+    joint = 0
+    for i in range(30):
+        iw = draw_interaction_world(rng, f"j{i}")
+        inc = draw_incident(iw, rng)
+        assert inc.fault in inc.diagnosis().identified_set
+        joint += inc.fault in iw.joint
+    assert 10 <= joint < 30

@@ -29,6 +29,7 @@ import numpy as np
 
 from rungbench.causal.bench.verified import (
     CASES,
+    CASES_2,
     ORACLE,
     WORLDS,
     open_bench,
@@ -57,6 +58,8 @@ def _listed_graph(case: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, s
     ev = case["evidence"]
     if ev["kind"] == "mechanism":
         variables = ev["payload"]["variables"]
+    elif ev["kind"] == "telemetry":  # records/2 incident cases: mechanism beside tool outputs
+        variables = ev["payload"]["mechanism"]["variables"]
     elif ev["kind"] == "graph_joint":
         variables = ev["payload"]["graph"]
     else:
@@ -95,6 +98,29 @@ def listing_order_audit(worlds: Records, cases: Records) -> dict[str, Any]:
     }
 
 
+def public_listing_share(cases: Records) -> dict[str, Any]:
+    """Edge/listing agreement over the distinct mechanisms of the domain-skin public cases.
+
+    For records/2 cases (no world order is published beside them): the share of edges
+    whose parent is listed before its child, against the 0.55 gate.
+    """
+    seen: set[bytes] = set()
+    agree = total = 0
+    for c in cases:
+        graph = _listed_graph(c)
+        if c["skin"] == "nonsense" or graph is None:
+            continue
+        key = canonical_bytes(graph)
+        if key in seen:
+            continue
+        seen.add(key)
+        a, n = listing_agreement(*graph)
+        agree, total = agree + a, total + n
+    rate = agree / total if total else None
+    return {"agree": agree, "edges": total, "rate": rate, "gate": LISTING_GATE,
+            "pass": rate is None or rate <= LISTING_GATE}
+
+
 def skeleton_form(case: Mapping[str, Any]) -> bytes:
     """The case with every variable name replaced by its listing index (skin-free form)."""
     graph = _listed_graph(case)
@@ -112,7 +138,8 @@ def skeleton_form(case: Mapping[str, Any]) -> bytes:
             return pattern.sub(lambda m: index[m.group(0)], value)
         return value
 
-    body = {k: v for k, v in case.items() if k not in ("case_id", "skin")}
+    # episode_id (records/2) ends in the skin's initial, like case_id.
+    body = {k: v for k, v in case.items() if k not in ("case_id", "skin", "episode_id")}
     return canonical_bytes(strip(body))
 
 
@@ -252,5 +279,9 @@ def audit_bench(bench: pathlib.Path, run: pathlib.Path | None = None) -> dict[st
     }
     if rows is not None:
         out["skin_behaviour"] = skin_behaviour_audit(rows)
+    if CASES_2 in verified.digests:
+        cases2 = verified.jsonl(CASES_2)
+        out["listing_order_v2"] = public_listing_share(cases2)
+        out["skin_structure_v2"] = skin_structure_audit(cases2)
     out["pass"] = all(v.get("pass", True) for v in out.values() if isinstance(v, dict))
     return out

@@ -10,7 +10,10 @@ renamed into place complete, refused ``exists`` without ``force``)::
                                  labels, cluster and cell keys) and score.json (0600)
     RUN/SEAL.json
 
-The bench is read only through :func:`rungbench.causal.bench.verified.open_bench`.
+The bench is read only through :func:`rungbench.causal.bench.verified.open_bench`; its
+next-stage cases (records/2, built with ``--families``) through ``verified.bench_next``,
+scored by ``next_scorer`` and labelled by ``taxonomy.next_failure_labels`` in the same
+run (one response file answers both record versions; the denominator is every case).
 Per case, the first response line naming it is its answer; a repeated case id is an
 invalid line; a file mostly naming case ids of another bench is refused
 (``foreign_cases``); cases no line names are missing, and stay in every denominator.
@@ -30,17 +33,30 @@ from types import ModuleType
 from typing import Any
 
 from rungbench.causal.bench import scorer as scorer_module
+from rungbench.causal.bench.next_scorer import score2
 from rungbench.causal.bench.records import (
     BENCH_VERSION,
     OUTCOMES,
+    OUTCOMES_2,
+    AgentResponse,
     PrivateOracle,
+    PrivateOracle2,
     PublicCase,
+    PublicCase2,
     RunManifest,
     Verdict,
+    Verdict2,
 )
-from rungbench.causal.bench.reference_agents import SIGNATURES, CaseAgent, reference_agent
-from rungbench.causal.bench.scorer import ScoredLine, score_lines
-from rungbench.causal.bench.taxonomy import failure_labels
+from rungbench.causal.bench.reference_agents import (
+    NEXT_SIGNATURES,
+    SIGNATURES,
+    CaseAgent,
+    ReferenceAgent,
+    reference_agent,
+)
+from rungbench.causal.bench.revision import pooled_revision_metrics
+from rungbench.causal.bench.scorer import ScoredLine, score, score_lines
+from rungbench.causal.bench.taxonomy import failure_labels, next_failure_labels
 from rungbench.causal.bench.verified import (
     PUBLIC_MANIFEST,
     RESPONSES,
@@ -51,6 +67,7 @@ from rungbench.causal.bench.verified import (
     VERDICTS,
     SealedDir,
     bench_cases,
+    bench_next,
     bench_oracles,
     hide_seal,
     open_bench,
@@ -74,29 +91,62 @@ def respond_all(
     return lines
 
 
-def verdict_row(s: ScoredLine, o: PrivateOracle) -> dict[str, Any]:
+AnyOracle = PrivateOracle | PrivateOracle2
+"""An oracle record of either version."""
+
+
+def _labels(o: AnyOracle, r: AgentResponse | None, v: Verdict | Verdict2) -> list[str]:
+    if isinstance(o, PrivateOracle2):
+        v2 = v if isinstance(v, Verdict2) else Verdict2.model_validate(v.model_dump())
+        return next_failure_labels(o, r, v2)
+    assert isinstance(v, Verdict)
+    return failure_labels(o, r, v)
+
+
+def grade_any(o: AnyOracle, r: AgentResponse) -> Verdict | Verdict2:
+    """Score ``r`` with the scorer of its oracle record's version."""
+    return score2(o, r) if isinstance(o, PrivateOracle2) else score(o, r)
+
+
+def verdict_row(s: ScoredLine, o: AnyOracle) -> dict[str, Any]:
     """One private verdict row: the verdict, its failure labels and the case's keys."""
-    return {
+    row = {
         "line": s.line,
         "missing": False,
         "verdict": s.verdict.model_dump(mode="json"),
-        "labels": failure_labels(o, s.response, s.verdict),
+        "labels": _labels(o, s.response, s.verdict),
         **case_keys(o),
         "confidence": s.response.confidence if s.response else None,
     }
+    if isinstance(o, PrivateOracle2):
+        r = s.response
+        row["named"] = r.label if r is not None and r.status == "answer" else None
+    return row
 
 
-def missing_row(o: PrivateOracle) -> dict[str, Any]:
+def missing_row(o: AnyOracle) -> dict[str, Any]:
     """The private row of a bench case no response line names (not right; no outcome cell)."""
-    verdict = Verdict(case_id=o.case_id, outcome="invalid", error="no response")
-    return {"line": None, "missing": True, "verdict": verdict.model_dump(mode="json"),
-            "labels": [], **case_keys(o), "confidence": None}
+    kind = Verdict2 if isinstance(o, PrivateOracle2) else Verdict
+    verdict = kind(case_id=o.case_id, outcome="invalid", error="no response")
+    row = {"line": None, "missing": True, "verdict": verdict.model_dump(mode="json"),
+           "labels": [], **case_keys(o), "confidence": None}
+    if isinstance(o, PrivateOracle2):
+        row["named"] = None
+    return row
 
 
-def case_keys(o: PrivateOracle) -> dict[str, Any]:
-    """The report keys of a case: world (cluster), family, rung, item type, truth, skin."""
-    return {"world_id": o.world_id, "family": o.family, "rung": o.rung,
-            "item_type": o.item_type, "identifiable": o.identifiable, "skin": o.skin}
+def case_keys(o: AnyOracle) -> dict[str, Any]:
+    """The report keys of a case: world (cluster), family, rung, item type, truth, skin.
+
+    A records/2 case adds its version, episode, stage and identified set (revision metrics).
+    """
+    keys: dict[str, Any] = {
+        "world_id": o.world_id, "family": o.family, "rung": o.rung, "item_type": o.item_type,
+        "identifiable": o.identifiable, "skin": o.skin}
+    if isinstance(o, PrivateOracle2):
+        keys.update({"version": o.version, "episode_id": o.episode_id, "stage": o.stage,
+                     "identified_set": o.identified_set})
+    return keys
 
 
 @dataclass(frozen=True)
@@ -128,7 +178,7 @@ def _duplicate(s: ScoredLine, first: int, path: str) -> ScoredLine:
 
 
 def score_cases(
-    lines: list[str], oracles: Mapping[str, PrivateOracle], path: str
+    lines: list[str], oracles: Mapping[str, AnyOracle], path: str
 ) -> CaseScoring:
     """Score response ``lines`` per bench case: the first line naming a case is its answer.
 
@@ -140,7 +190,8 @@ def score_cases(
     invalid: list[ScoredLine] = []
     named = foreign_lines = 0
     foreign: dict[str, None] = {}
-    scored = score_lines(lines, oracles, path)
+    v2 = any(isinstance(o, PrivateOracle2) for o in oracles.values())
+    scored = score_lines(lines, oracles, path, grade_any if v2 else None)
     for s in scored:
         cid = s.verdict.case_id
         is_named = not cid.startswith("<line ")
@@ -192,17 +243,21 @@ def summarise(rows: list[dict[str, Any]], agent: str) -> dict[str, Any]:
     outcomes = Counter(r["verdict"]["outcome"] for r in given)
     failed = [r for r in given if r["labels"]]
     labels = Counter(label for r in failed for label in r["labels"])
+    v2 = [r for r in rows if r.get("version") is not None]
     out: dict[str, Any] = {
         "agent": agent,
         "n": len(rows),
-        "outcomes": {k: outcomes.get(k, 0) for k in OUTCOMES},
+        "outcomes": {k: outcomes.get(k, 0) for k in (OUTCOMES_2 if v2 else OUTCOMES)},
         "missing": len(rows) - len(given),
         "failed": len(failed),
         "labels": dict(sorted(labels.items())),
     }
+    if v2:
+        out["next_stage"] = next_stage_summary(v2)
     name = agent.partition(":")[2]
-    if name in SIGNATURES:
-        sig = SIGNATURES[name]
+    signatures = {**SIGNATURES, **NEXT_SIGNATURES} if v2 else SIGNATURES
+    if name in signatures:
+        sig = signatures[name]
         hits = sum(1 for r in failed if sig in r["labels"])
         out["signature"] = {
             "label": sig,
@@ -211,6 +266,47 @@ def summarise(rows: list[dict[str, Any]], agent: str) -> dict[str, Any]:
             "rate": hits / len(failed) if failed else None,
         }
     return out
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def next_stage_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Aggregates of the records/2 rows: outcomes, mean regrets and revision rates per family.
+
+    Regrets are means over the cases whose response named an action or experiment
+    (seed 003: information and decision value are separate endpoints); the revision
+    rates pool every sequential-revision episode (``revision.pooled_revision_metrics``).
+    """
+    fams: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        fams.setdefault(str(r["family"]), []).append(r)
+    out: dict[str, Any] = {"families": {}}
+    for fam, rs in sorted(fams.items()):
+        given = [r for r in rs if not r.get("missing")]
+        oc = Counter(r["verdict"]["outcome"] for r in given)
+        block: dict[str, Any] = {"n": len(rs), "missing": len(rs) - len(given),
+                                 "outcomes": {k: oc[k] for k in OUTCOMES_2 if oc[k]}}
+        for metric in ("decision_regret", "info_regret", "experiment_regret"):
+            xs = [float(r["verdict"][metric]) for r in given
+                  if r["verdict"].get(metric) is not None]
+            if xs:
+                block[f"mean_{metric}"] = _mean(xs)
+                block[f"n_{metric}"] = len(xs)
+        out["families"][fam] = block
+    episodes: dict[str, list[dict[str, Any]]] = {}
+    for r in fams.get("sequential_revision", []):
+        episodes.setdefault(str(r["episode_id"]), []).append(r)
+    if episodes:
+        out["revision"] = pooled_revision_metrics([
+            [(r["identified_set"] or [], r.get("named")) for r in sorted(ep, key=_stage)]
+            for _, ep in sorted(episodes.items())])
+    return out
+
+
+def _stage(row: Mapping[str, Any]) -> int:
+    return int(row["stage"])
 
 
 def _module_digest(module: ModuleType) -> str:
@@ -223,7 +319,7 @@ SCORED = "scored"
 
 def publish_scored(
     bench: SealedDir,
-    oracles: Mapping[str, PrivateOracle],
+    oracles: Mapping[str, AnyOracle],
     data: bytes,
     target: pathlib.Path,
     agent_name: str,
@@ -266,7 +362,7 @@ def publish_scored(
 def public_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
     """What an agent-side process may read of a score: aggregates only, no per-case field."""
     keep = ("agent", "run_id", "split", "n", "lines", "outcomes", "missing", "failed",
-            "labels", "signature")
+            "labels", "signature", "next_stage")
     out = {k: summary[k] for k in keep if k in summary}
     out["invalid_lines"] = len(summary["invalid_lines"])
     return {"schema": RUN_SUMMARY_SCHEMA, **out}
@@ -324,7 +420,7 @@ def score_run(
     ensure_absent(target, force=force, what="causal run")
     verified = open_bench(bench)
     data = _read_input(run / RESPONSES)
-    return publish_scored(verified, bench_oracles(verified), data, target, agent_name,
+    return publish_scored(verified, all_oracles(verified), data, target, agent_name,
                           source=source or run / RESPONSES, force=force)
 
 
@@ -336,7 +432,7 @@ def score_responses(
     ensure_absent(run, force=force, what="causal run")
     verified = open_bench(bench)
     data = _read_input(responses)
-    return publish_scored(verified, bench_oracles(verified), data, run, arm, source=responses,
+    return publish_scored(verified, all_oracles(verified), data, run, arm, source=responses,
                           force=force)
 
 
@@ -352,7 +448,23 @@ def evaluate(
     ensure_absent(run, force=force, what="causal run")
     verified = open_bench(bench)
     oracles = bench_oracles(verified)
-    agent = reference_agent(agent_spec, oracles)
+    cases2, oracles2 = bench_next(verified)
+    agent = reference_agent(agent_spec, oracles, oracles2)
     lines = respond_all(agent, bench_cases(verified), progress)
+    lines += respond_next(agent, cases2)
     data = "".join(line + "\n" for line in lines).encode()
-    return publish_scored(verified, oracles, data, run, agent_spec, force=force)
+    merged: dict[str, AnyOracle] = {**oracles, **oracles2}
+    return publish_scored(verified, merged, data, run, agent_spec, force=force)
+
+
+def respond_next(agent: ReferenceAgent, cases: list[PublicCase2]) -> list[str]:
+    """Ask ``agent`` every records/2 case in order; return the response JSONL lines."""
+    return [canonical_bytes(agent.answer_next(c).model_dump(mode="json")).decode()
+            for c in cases]
+
+
+def all_oracles(bench: SealedDir) -> dict[str, AnyOracle]:
+    """Every oracle record of a verified bench: records/1, then records/2 (checked)."""
+    merged: dict[str, AnyOracle] = dict(bench_oracles(bench))
+    merged.update(bench_next(bench)[1])
+    return merged

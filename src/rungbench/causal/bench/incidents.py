@@ -19,19 +19,26 @@ Every number comes from the exact oracle (``scm.oracle``):
 - EIG(x) = H(H | e) − E_{o ~ p(o | x, e)} H(H | e, x=o) in bits, and the decision
   value of x: cost(x) + E_o min_a E[L(a) | e, x=o] (seed 003 "Information regret":
   information and decision value are separate endpoints).
+
+Interaction worlds (seed 003 "Failure taxonomy", omitted joint cause: "Interaction
+world: names one of two necessary causes as sufficient"): two faults are jointly
+necessary (the outage is ``others OR (a AND b)``), and the hypothesis set adds the
+joint hypothesis ``a+b`` (both active) beside the single faults. A single component
+alone does not produce the outage, so given the outage it is outside the identified
+set; naming it is the ``omitted_joint_cause`` failure.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from rungbench.causal.scm import mechanisms, oracle
-from rungbench.causal.scm.world import Query, Variable, World
+from rungbench.causal.scm.world import Query, Response, Variable, World
 
 LOSS_PER_OUTAGE = 10.0
 """Loss units charged when the outage persists after the chosen repair."""
@@ -54,6 +61,9 @@ RESTART = "restart_service"
 OUTAGE = "outage"
 """World name of the outage node (OR of every fault)."""
 
+JOINT_SEP = "+"
+"""Separator of the components in a joint hypothesis's name (``a+b``)."""
+
 
 @dataclass(frozen=True)
 class IncidentWorld:
@@ -73,10 +83,22 @@ class IncidentWorld:
     """Fault name -> cost of repairing it (do(fault=0))."""
     restart_cost: float = 0.3
     """Cost of the restart action."""
+    joint: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Joint hypothesis name -> its jointly necessary faults (interaction worlds)."""
+
+    @property
+    def hypotheses(self) -> tuple[str, ...]:
+        """The hypothesis set H: every single fault, then every joint hypothesis."""
+        return (*self.faults, *self.joint)
+
+    def components(self, h: str) -> tuple[str, ...]:
+        """The faults active under hypothesis ``h``."""
+        return self.joint.get(h, (h,))
 
     def onehot(self, h: str) -> dict[str, int]:
-        """The fault assignment of hypothesis ``h`` (exactly ``h`` active)."""
-        return {f: int(f == h) for f in self.faults}
+        """The fault assignment of hypothesis ``h`` (exactly its components active)."""
+        active = self.components(h)
+        return {f: int(f in active) for f in self.faults}
 
 
 def _entropy(p: Sequence[float]) -> float:
@@ -99,7 +121,7 @@ class Diagnosis:
 
     def posterior_given(self, extra: Mapping[str, int] | None = None) -> dict[str, float]:
         """P(h | evidence, extra) over the hypothesis set; all zero if the event is impossible."""
-        w = {h: self.joint(h, extra) for h in self.iw.faults}
+        w = {h: self.joint(h, extra) for h in self.iw.hypotheses}
         total = sum(w.values())
         return {h: (v / total if total > 0 else 0.0) for h, v in w.items()}
 
@@ -111,7 +133,7 @@ class Diagnosis:
     @cached_property
     def identified_set(self) -> list[str]:
         """Hypotheses the evidence leaves possible (posterior support), in fault order."""
-        return [h for h in self.iw.faults if self.posterior[h] > POSTERIOR_FLOOR]
+        return [h for h in self.iw.hypotheses if self.posterior[h] > POSTERIOR_FLOOR]
 
     def _outage_prob(self, h: str, action: str) -> float:
         do = self.iw.onehot(h)
@@ -149,7 +171,8 @@ class Diagnosis:
 
     def outcome_probs(self, probe: str) -> dict[int, float]:
         """p(probe = o | evidence) for o in {0, 1}."""
-        joint = {o: sum(self.joint(h, {probe: o}) for h in self.iw.faults) for o in (0, 1)}
+        joint = {o: sum(self.joint(h, {probe: o}) for h in self.iw.hypotheses)
+                 for o in (0, 1)}
         total = joint[0] + joint[1]
         return {o: v / total for o, v in joint.items()}
 
@@ -216,10 +239,59 @@ def draw_incident_world(rng: np.random.Generator, world_id: str) -> IncidentWorl
     )
 
 
+def interaction_outage(k: int, pair: tuple[int, int]) -> tuple[Response, ...]:
+    """``outage := (OR of the faults outside pair) OR (both faults of pair)``, over k faults."""
+    def fires(bits: tuple[int, ...]) -> int:
+        others = any(b for i, b in enumerate(bits) if i not in pair)
+        return int(others or all(bits[i] for i in pair))
+    return mechanisms.deterministic(fires, k)
+
+
+def draw_interaction_world(rng: np.random.Generator, world_id: str) -> IncidentWorld:
+    """Draw an interaction incident world: faults ``f0``, ``f1`` are jointly necessary.
+
+    3–4 faults; the joint pair has priors 0.35–0.6 (so the joint hypothesis ``f0+f1`` is
+    the usual cause), the others 0.05–0.2; 4–5 noisy-OR symptoms, each fault with at
+    least one symptom of its own; the outage is ``others OR (f0 AND f1)``.
+    """
+    k = int(rng.integers(3, 5))
+    m = int(rng.integers(4, 6))
+    faults = tuple(f"f{i}" for i in range(k))
+    symptoms = tuple(f"s{j}" for j in range(m))
+    priors = [round(float(rng.uniform(0.35, 0.6)), 3) if i < 2
+              else round(float(rng.uniform(0.05, 0.2)), 3) for i in range(k)]
+    variables = [Variable(f, (), mechanisms.root(p)) for f, p in zip(faults, priors, strict=True)]
+    for j, s in enumerate(symptoms):
+        first = faults[j % k] if j < k else faults[int(rng.integers(k))]
+        ps = {first}
+        if rng.random() < 0.4:
+            ps.add(faults[int(rng.integers(k))])
+        pa = tuple(sorted(ps))
+        strengths = [1.0 if rng.random() < 0.5 else round(float(rng.uniform(0.6, 0.95)), 3)
+                     for _ in pa]
+        variables.append(Variable(s, pa, mechanisms.noisy_or(strengths, 0.0)))
+    variables.append(Variable(OUTAGE, faults, interaction_outage(k, (0, 1))))
+    return IncidentWorld(
+        world=World(world_id, tuple(variables)), faults=faults, symptoms=symptoms,
+        tool_of={s: ("logs" if rng.random() < 0.5 else "metrics") for s in symptoms},
+        probe_cost={s: round(float(rng.uniform(0.2, 1.5)), 2) for s in symptoms},
+        repair_cost={f: round(float(rng.uniform(0.5, 3.0)), 2) for f in faults},
+        joint={f"f0{JOINT_SEP}f1": ("f0", "f1")},
+    )
+
+
 def sample_fault(iw: IncidentWorld, rng: np.random.Generator) -> str:
-    """Draw the episode's fault from the single-fault prior P(h) ∝ P(F = onehot(h))."""
-    w = np.array([oracle.probability(iw.world, Query(1, iw.onehot(h))) for h in iw.faults])
-    return iw.faults[int(rng.choice(len(iw.faults), p=w / w.sum()))]
+    """Draw the episode's hypothesis given an outage: P(h | outage) over H.
+
+    P(h | outage=1) ∝ P(F = onehot(h)) · P(outage=1 | do(F = onehot(h))); the second
+    factor is 1 for every hypothesis of a plain world (the outage is the OR of the
+    faults) and 0 for a lone component of a joint hypothesis.
+    """
+    hs = iw.hypotheses
+    w = np.array([oracle.probability(iw.world, Query(1, iw.onehot(h)))
+                  * oracle.probability(iw.world, Query(2, {OUTAGE: 1}, iw.onehot(h)))
+                  for h in hs])
+    return hs[int(rng.choice(len(hs), p=w / w.sum()))]
 
 
 def sample_telemetry(iw: IncidentWorld, fault: str, rng: np.random.Generator) -> dict[str, int]:

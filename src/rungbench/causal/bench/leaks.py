@@ -12,10 +12,18 @@ checks every public file for
   number's printed precision. Evidence payloads are exempt from this one check:
   they legitimately carry mechanism and joint probabilities, from which some
   answers are meant to be computed.
+
+A bench with the next-stage families (records/2, ``next_build``) adds its private
+side to the secrets: the seeds in ``worlds.v2.jsonl``, and from ``oracle.v2.jsonl``
+the scm_hash, the posterior values, the confused twins' values (``alt_values``) and
+the information and decision values of every menu entry; the keys only records/2
+oracles carry (``true_cause``, ``alt_causes`` …) are private keys.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import pathlib
 import re
@@ -28,6 +36,9 @@ PRIVATE_KEYS: frozenset[str] = frozenset({
     "rung2_population", "resampled", "true_edges", "cpdag", "factual_episode",
     "expected_loss", "eig_bits", "identified_set", "identifiable", "estimand", "structure",
     "bounds", "tol",
+    # records/2 (next-stage families); ``hypotheses`` is public (the hypothesis set).
+    "true_cause", "descendants", "experiment_loss", "discriminating", "alt_values",
+    "alt_causes", "previous_set",
 })
 """Keys that only private records carry."""
 
@@ -96,8 +107,24 @@ def load_secrets(private: pathlib.Path) -> Secrets:
         strings.update(str(o[k]) for k in ("scm_hash", "witness_hash") if o.get(k))
         nums = [o.get("value"), *(o.get("bounds") or []), *(o.get("confusions") or {}).values()]
         values.update(float(v) for v in nums if v is not None and 0.0 < float(v) < 1.0)
+    _add_v2_secrets(private, strings, values)
     strings = {s for s in strings if len(s) >= 6}
     return Secrets(frozenset(strings), tuple(sorted(values)))
+
+
+def _add_v2_secrets(private: pathlib.Path, strings: set[str], values: set[float]) -> None:
+    """Add the records/2 private side (when the bench has one) to ``strings`` and ``values``."""
+    worlds, oracles = private / "worlds.v2.jsonl", private / "oracle.v2.jsonl"
+    if worlds.exists():
+        strings.update(str(w["seed"]) for w in _jsonl(worlds))
+    if not oracles.exists():
+        return
+    for o in _jsonl(oracles):
+        strings.update(str(o[k]) for k in ("scm_hash", "seed") if o.get(k))
+        nums = [o.get("value"), *(o.get("alt_values") or {}).values()]
+        for menu in ("eig_bits", "experiment_loss", "expected_loss"):
+            nums += list((o.get(menu) or {}).values())
+        values.update(float(v) for v in nums if v is not None and 0.0 < float(v) < 1.0)
 
 
 def _keys(doc: Any) -> Iterator[str]:
@@ -111,16 +138,64 @@ def _keys(doc: Any) -> Iterator[str]:
 
 
 def _matches_value(token: str, values: tuple[float, ...]) -> float | None:
+    """The smallest private value within half a unit of the token's last digit (sorted values)."""
     decimals = len(token.split(".")[1])
     x, half = float(token), 0.5 * 10.0 ** (-decimals) + 1e-15
-    return next((v for v in values if abs(v - x) <= half), None)
+    i = bisect.bisect_left(values, x - half)
+    return values[i] if i < len(values) and abs(values[i] - x) <= half else None
+
+
+_DIGITS = re.compile(r"\d+")
+_HASH = "sha256:"
+
+
+@functools.lru_cache(maxsize=8)
+def _string_index(strings: frozenset[str]) -> tuple[dict[int, frozenset[str]], frozenset[str],
+                                                    tuple[str, ...]]:
+    """Digit secrets by length, ``sha256:`` secrets, and any other secret (searched plainly)."""
+    by_len: dict[int, set[str]] = {}
+    hashes, other = set(), []
+    for x in strings:
+        if x.isdigit():
+            by_len.setdefault(len(x), set()).add(x)
+        elif x.startswith(_HASH):
+            hashes.add(x)
+        else:
+            other.append(x)
+    return ({k: frozenset(v) for k, v in by_len.items()}, frozenset(hashes), tuple(sorted(other)))
+
+
+def found_strings(text: str, strings: frozenset[str]) -> list[str]:
+    """Every secret string occurring in ``text`` as a substring, sorted.
+
+    The same answer as ``[s for s in sorted(strings) if s in text]`` without one pass
+    over the text per secret: a digit secret occurs only inside a run of digits, a
+    digest only right after a ``sha256:`` prefix.
+    """
+    by_len, hashes, other = _string_index(strings)
+    hits = {x for x in other if x in text}
+    if hashes:
+        start = text.find(_HASH)
+        while start >= 0:
+            candidate = text[start:start + 71]
+            hits.update(x for x in hashes if candidate.startswith(x))
+            start = text.find(_HASH, start + 1)
+    if by_len:
+        shortest = min(by_len)
+        for run in _DIGITS.findall(text):
+            if len(run) < shortest:
+                continue
+            for n, group in by_len.items():
+                hits.update(run[i:i + n] for i in range(len(run) - n + 1)
+                            if run[i:i + n] in group)
+    return sorted(hits)
 
 
 def _scan_doc(doc: Any, text: str, where: str, secrets: Secrets) -> list[Finding]:
     out = [Finding("oracle_field", where, f"private key {k!r}")
            for k in sorted(set(_keys(doc)) & PRIVATE_KEYS)]
     out += [Finding("secret", where, f"private string {s[:24]!r}")
-            for s in sorted(secrets.strings) if s in text]
+            for s in found_strings(text, secrets.strings)]
     if isinstance(doc, dict):
         visible = {k: v for k, v in doc.items() if k != "evidence"}
         for token in _DECIMAL.findall(json.dumps(visible)):
@@ -144,7 +219,7 @@ def scan_public(public: pathlib.Path, secrets: Secrets) -> LeakReport:
             findings += _scan_doc(json.loads(text), text, str(path), secrets)
         else:
             findings += [Finding("secret", str(path), f"private string {s[:24]!r}")
-                         for s in sorted(secrets.strings) if s in text]
+                         for s in found_strings(text, secrets.strings)]
     return LeakReport(len(files), findings)
 
 

@@ -3,9 +3,12 @@
 Per world seed: one incident world gives a diagnosis item (name the cause, choose
 a repair), an experiment item (choose a probe) and a three-stage revision
 episode; a provenance world and a negative-evidence world give one posterior item
-each. Every item is rendered under a domain skin and under the nonsense skin with
-the same listing order, linked by ``cf_link`` (the nonsense-skin twin), exactly as
-the built families. Gold answers come from ``incidents``, ``revision`` and
+each; an interaction incident world (two jointly necessary faults) gives one more
+diagnosis item. Every item is rendered under a domain skin and under the nonsense
+skin with the same listing order, linked by ``cf_link`` (the nonsense-skin twin),
+exactly as the built families; the listing order of each episode is the most
+direction-neutral of 16 shuffles, leaning against the running forward-edge excess
+(``build.listing_seed``). Gold answers come from ``incidents``, ``revision`` and
 ``provenance``, which ask the exact oracle.
 """
 
@@ -18,14 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from rungbench.causal.bench.build import forward_excess, listing_seed
 from rungbench.causal.bench.incidents import (
     ACT_NOW,
+    JOINT_SEP,
     LOSS_PER_OUTAGE,
     OUTAGE,
     Diagnosis,
     IncidentWorld,
     draw_incident,
     draw_incident_world,
+    draw_interaction_world,
     tool_outputs,
 )
 from rungbench.causal.bench.provenance import (
@@ -46,7 +52,8 @@ from rungbench.causal.scm.world import Query, World
 from rungbench.evidence.canonical import digest
 
 INCIDENT_ASSUMPTIONS = [
-    "Exactly one fault is active; the mechanism shown is complete and correct.",
+    "Exactly one hypothesis is active (a single fault, or a listed joint fault a+b: both "
+    "active); the mechanism shown is complete and correct.",
     "Telemetry not yet delivered can be probed at the listed cost.",
     f"The outage costs {LOSS_PER_OUTAGE:g} units unless the repair removes its cause.",
 ]
@@ -109,6 +116,18 @@ def incident_items(rng: np.random.Generator, world_id: str) -> list[NextItem]:
     return out
 
 
+OMITTED_JOINT_CAUSE = "omitted_joint_cause"
+"""Taxonomy label (seed 003): names one of two jointly necessary causes as sufficient."""
+
+
+def interaction_items(rng: np.random.Generator, world_id: str) -> list[NextItem]:
+    """One diagnosis item of an interaction incident world (two jointly necessary faults)."""
+    iw = draw_interaction_world(rng, f"{world_id}j")
+    inc = draw_incident(iw, rng)
+    return [NextItem("interaction", "root_cause_debugging", "diagnosis", "interaction_incident",
+                     iw.world, "e4", diagnosis=inc.diagnosis(), iw=iw, true_cause=inc.fault)]
+
+
 def revision_items(stages: Sequence[RevisionStage]) -> list[NextItem]:
     """One diagnosis item per stage of a revision episode."""
     out = []
@@ -149,7 +168,14 @@ def _derived(world_seed: int, purpose: str) -> int:
 def world_items(world_seed: int, world_id: str) -> list[NextItem]:
     """Every next-stage item of one world seed, in a fixed slot order."""
     rng = np.random.default_rng(world_seed)
-    return incident_items(rng, world_id) + posterior_items(rng, world_id)
+    items = incident_items(rng, world_id) + posterior_items(rng, world_id)
+    joint_rng = np.random.default_rng(_derived(world_seed, "interaction"))
+    return items + interaction_items(joint_rng, world_id)
+
+
+def hypothesis_id(h: str, iw: IncidentWorld, skin: Skin) -> str:
+    """Public name of hypothesis ``h``: a fault's name, or ``a+b`` for a joint hypothesis."""
+    return JOINT_SEP.join(skin.rename(c) for c in iw.components(h))
 
 
 def _rename_world(world: World, skin: Skin, shuffle: int) -> dict[str, Any]:
@@ -177,7 +203,7 @@ def _incident_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
     tools = tool_outputs(iw, d.evidence)
     payload = {
         "mechanism": _rename_world(item.world, skin, shuffle),
-        "hypotheses": [skin.rename(f) for f in iw.faults],
+        "hypotheses": [hypothesis_id(h, iw, skin) for h in iw.hypotheses],
         "tools": {t: skin.rename_event(v) for t, v in tools.items()},
         "outage": {skin.rename(OUTAGE): 1},
     }
@@ -212,7 +238,10 @@ def _posterior_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
     assert p is not None
     target, evidence = skin.rename_event(p.target), skin.rename_event(p.evidence)
     tgt = ", ".join(f"{k}={v}" for k, v in target.items())
-    ev = ", ".join(f"{k}={v}" for k, v in sorted(evidence.items()))
+    # Evidence in the public listing order, so the nonsense-skin twin reads the same text
+    # (sorting by skinned name would order the twins differently).
+    listing = [v["name"] for v in p.world.to_json(seed=shuffle)["variables"]]
+    ev = ", ".join(f"{skin.rename(k)}={p.evidence[k]}" for k in listing if k in p.evidence)
     return {"evidence": Evidence2(kind="mechanism",
                                   payload=_rename_world(p.world, skin, shuffle)),
             "question": f"Given {ev}, what is P({tgt})?",
@@ -225,26 +254,40 @@ def _names(items: Sequence[str], skin: Skin) -> list[str]:
     return [skin.rename(x) for x in items]
 
 
+def _hyps(items: Sequence[str], iw: IncidentWorld, skin: Skin) -> list[str]:
+    return [hypothesis_id(h, iw, skin) for h in items]
+
+
 def _incident_oracle(item: NextItem, skin: Skin) -> dict[str, Any]:
     d, iw = item.diagnosis, item.iw
     assert d is not None and iw is not None and item.true_cause is not None
     ident = d.identified_set
-    desc = sorted(item.world.descendants([item.true_cause]) - {OUTAGE, item.true_cause})
+    parts = iw.components(item.true_cause)
+    desc = sorted(item.world.descendants(parts) - {OUTAGE, *parts})
     fields: dict[str, Any] = {
-        "identifiable": len(ident) == 1, "identified_set": _names(ident, skin),
-        "true_cause": skin.rename(item.true_cause), "hypotheses": _names(iw.faults, skin),
+        "identifiable": len(ident) == 1, "identified_set": _hyps(ident, iw, skin),
+        "true_cause": hypothesis_id(item.true_cause, iw, skin),
+        "hypotheses": _hyps(iw.hypotheses, iw, skin),
         "descendants": _names(desc, skin),
         "eig_bits": {probe_id(x, skin): v for x, v in d.eig_bits.items()},
         "experiment_loss": {probe_id(x, skin): v for x, v in d.experiment_loss.items()},
         "discriminating": [probe_id(x, skin) for x in d.discriminating],
-        "estimand": f"identified set of P(h | e) over {list(iw.faults)}",
+        "estimand": f"identified set of P(h | e) over {list(iw.hypotheses)}",
     }
+    alt_causes: dict[str, list[str]] = {}
+    # A component of a live joint hypothesis named alone, as if sufficient (it is not:
+    # alone it cannot produce the outage, so it is outside the identified set).
+    omitted = [c for h in ident if h in iw.joint for c in iw.components(h) if c not in ident]
+    if omitted:
+        alt_causes[OMITTED_JOINT_CAUSE] = _names(omitted, skin)
     if item.item_type == "diagnosis":
         fields["expected_loss"] = {repair_id(a, skin): v for a, v in d.expected_loss.items()}
     if item.stale is not None:
-        fields["alt_causes"] = {"stale_mechanism": _names(item.stale.identified_set, skin)}
+        alt_causes["stale_mechanism"] = _hyps(item.stale.identified_set, iw, skin)
+    if alt_causes:
+        fields["alt_causes"] = alt_causes
     if item.previous_set is not None:
-        fields["previous_set"] = _names(item.previous_set, skin)
+        fields["previous_set"] = _hyps(item.previous_set, iw, skin)
     return fields
 
 
@@ -286,29 +329,76 @@ def render_next(item: NextItem, skin: Skin, *, case_id: str, twin: str, world_id
     return case, orc
 
 
-def build_next_world(split: str, world_seed: int
-                     ) -> tuple[list[PublicCase2], list[PrivateOracle2]]:
-    """Every next-stage case of one world seed under a domain skin and the nonsense skin."""
+@dataclass(frozen=True)
+class NextWorld:
+    """Every rendered next-stage case of one world seed."""
+
+    world_id: str
+    """Opaque world id."""
+    seed: int
+    """Private world seed."""
+    cases: tuple[PublicCase2, ...]
+    """Public cases (domain and nonsense skins)."""
+    oracles: tuple[PrivateOracle2, ...]
+    """Private oracle records, aligned with ``cases``."""
+    forward_excess: int
+    """Forward-listed minus backward-listed edges over the rendered episodes' listings."""
+    worlds: tuple[tuple[str, World], ...]
+    """(episode key, world shown at its first stage), for the private world records."""
+
+
+def render_next_world(split: str, world_seed: int, running_excess: int = 0,
+                      families: frozenset[str] | None = None,
+                      exclude: frozenset[str] = frozenset()) -> NextWorld:
+    """Render the next-stage items of one world seed (only ``families``, when given).
+
+    Items whose structure is in ``exclude`` are left out (a split's held-out structures).
+
+    ``running_excess`` is the forward-edge excess of the listings rendered before this
+    world; each episode's listing leans against it, as the built families' worlds do.
+
+    Case ids keep the slot of the unfiltered item list, so a case's id does not depend
+    on which families a build selects.
+    """
     world_id = next_world_id(split, world_seed)
     items = world_items(world_seed, world_id)
     rng = np.random.default_rng(_derived(world_seed, "next-skins"))
     domain = DOMAIN_SKINS[int(rng.integers(len(DOMAIN_SKINS)))]
     cases, oracles = [], []
     skins_by_world: dict[int, tuple[Skin, Skin]] = {}
+    listings: dict[str, int] = {}
+    worlds: list[tuple[str, World]] = []
+    excess = 0
     for slot, item in enumerate(items):
         key = id(item.world) if item.iw is None else id(item.iw.faults)
         if key not in skins_by_world:
             names = _all_names(item)
             skins_by_world[key] = (draw_skin(domain, names, rng), draw_skin("nonsense", names, rng))
+        if (families is not None and item.family not in families) or item.structure in exclude:
+            continue
         pair = skins_by_world[key]
-        shuffle = _derived(world_seed, f"next-listing{item.episode}")
+        if item.episode not in listings:
+            ep_lean = -1 if running_excess + excess > 0 else 1
+            shuffle = listing_seed(item.world, _derived(world_seed, f"next-{item.episode}"),
+                                   ep_lean)
+            listings[item.episode] = shuffle
+            excess += forward_excess(item.world, shuffle)
+            worlds.append((item.episode, item.world))
+        shuffle = listings[item.episode]
         ids = (f"{world_id}-q{slot:02d}d", f"{world_id}-q{slot:02d}n")
         for skin, cid, twin in ((pair[0], ids[0], ids[1]), (pair[1], ids[1], ids[0])):
             c, o = render_next(item, skin, case_id=cid, twin=twin, world_id=world_id,
                                world_seed=world_seed, shuffle=shuffle)
             cases.append(c)
             oracles.append(o)
-    return cases, oracles
+    return NextWorld(world_id, world_seed, tuple(cases), tuple(oracles), excess, tuple(worlds))
+
+
+def build_next_world(split: str, world_seed: int
+                     ) -> tuple[list[PublicCase2], list[PrivateOracle2]]:
+    """Every next-stage case of one world seed under a domain skin and the nonsense skin."""
+    built = render_next_world(split, world_seed)
+    return list(built.cases), list(built.oracles)
 
 
 def _all_names(item: NextItem) -> list[str]:

@@ -14,15 +14,28 @@ taxonomy"; issue 4 "Must show").
 ``never_abstain``         never says not_identifiable: answers a value on non-ID items
 ``always_abstain``        abstains on every item
 ========================  ==================================================
+
+Next-stage families (records/2, :data:`NEXT_POLICIES`): ``oracle``,
+``premature_commitment``, ``experiment_avoidance``, ``costly_irrelevant``,
+``double_count``, ``negative_misread``, ``stale_mechanism`` and
+``omitted_joint_cause``. On a bench holding both record versions, an agent answers
+the records of the other version as the oracle does, so its failures are its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PrivateOracle2, PublicCase
+from rungbench.causal.bench.incidents import JOINT_SEP
+from rungbench.causal.bench.records import (
+    AgentResponse,
+    PrivateOracle,
+    PrivateOracle2,
+    PublicCase,
+    PublicCase2,
+)
 from rungbench.errors import InputError
 
 FIXED_TIME = "2026-10-03T00:00:00Z"
@@ -125,13 +138,22 @@ class ReferenceAgent:
     """Policy name (a key of :data:`POLICIES`)."""
     oracles: Mapping[str, PrivateOracle]
     """Private oracle records keyed by case id."""
+    next_oracles: Mapping[str, PrivateOracle2] = field(default_factory=dict)
+    """Private records/2 oracle records keyed by case id (next-stage families)."""
+
+    def answer_next(self, case: PublicCase2) -> AgentResponse:
+        """Return the policy's response to a records/2 case (the oracle's, for a v1 policy)."""
+        oracle = self.next_oracles.get(case.case_id)
+        if oracle is None:
+            raise InputError(f"no oracle record for case {case.case_id!r}", field="case_id")
+        return next_answer(self.name if self.name in NEXT_POLICIES else "oracle", oracle)
 
     def answer(self, case: PublicCase) -> AgentResponse:
         """Return the policy's response to ``case``."""
         oracle = self.oracles.get(case.case_id)
         if oracle is None:
             raise InputError(f"no oracle record for case {case.case_id!r}", field="case_id")
-        policy, confidence = POLICIES[self.name]
+        policy, confidence = POLICIES[self.name if self.name in POLICIES else "oracle"]
         fields = policy(oracle)
         return AgentResponse(
             case_id=case.case_id,
@@ -143,13 +165,22 @@ class ReferenceAgent:
         )
 
 
-def reference_agent(spec: str, oracles: Mapping[str, PrivateOracle]) -> ReferenceAgent:
-    """Build ``reference:NAME``; InputError names the unknown agent."""
+def reference_agent(spec: str, oracles: Mapping[str, PrivateOracle],
+                    next_oracles: Mapping[str, PrivateOracle2] | None = None) -> ReferenceAgent:
+    """Build ``reference:NAME``; InputError names the unknown agent.
+
+    Without ``next_oracles`` (a bench of records/1 only) the known names are
+    :data:`POLICIES`; with them, the records/2 policies too.
+    """
     kind, _, name = spec.partition(":")
-    if kind != "reference" or name not in POLICIES:
-        known = ", ".join(f"reference:{n}" for n in POLICIES)
-        raise InputError(f"unknown agent {spec!r}; known: {known}", field="agent")
-    return ReferenceAgent(name, oracles)
+    names = [*POLICIES, *(n for n in NEXT_POLICIES if n not in POLICIES)] if next_oracles \
+        else list(POLICIES)
+    if kind != "reference" or name not in names:
+        known = ", ".join(f"reference:{n}" for n in names)
+        hint = "" if next_oracles or name not in NEXT_POLICIES else \
+            " (a next-stage agent: build the bench with --families)"
+        raise InputError(f"unknown agent {spec!r}{hint}; known: {known}", field="agent")
+    return ReferenceAgent(name, oracles, next_oracles or {})
 
 
 # ------------------------------------------------ next-stage families (records/2)
@@ -183,9 +214,39 @@ def _premature(o: PrivateOracle2) -> dict[str, Any]:
     """Names the first plausible cause and repairs it; never experiments."""
     if o.item_type == "diagnosis":
         first = (o.identified_set or [""])[0]
-        return {"status": "answer", "label": first, "action": f"repair:{first}"}
+        # A joint hypothesis a+b is repaired through its first component (either suffices).
+        return {"status": "answer", "label": first,
+                "action": f"repair:{first.split(JOINT_SEP)[0]}"}
     if o.item_type == "experiment":
         return {"status": "answer", "experiment": "act_now"}
+    return next_oracle_fields(o)
+
+
+def _avoids_experiments(o: PrivateOracle2) -> dict[str, Any]:
+    """Commits to the most probable cause and the cheapest repair while a check would separate.
+
+    Seed 003 "Experiment avoidance": commits "when the identified set has ≥ 2 members
+    and a … discriminating test exists"; otherwise answers as the oracle does. The most
+    probable cause is read from the lowest-loss repair among the live causes' repairs.
+    """
+    live = o.identified_set or []
+    if len(live) < 2 or not o.discriminating:
+        return next_oracle_fields(o)
+    if o.item_type == "experiment":
+        return {"status": "answer", "experiment": "act_now"}
+    if o.item_type != "diagnosis":
+        return next_oracle_fields(o)
+    action = _argmin(o.expected_loss or {})
+    named = action.removeprefix("repair:")
+    return {"status": "answer", "label": named if named in live else live[0],
+            "action": action}
+
+
+def _omits_joint(o: PrivateOracle2) -> dict[str, Any]:
+    """Names one component of a live joint cause as if it alone were sufficient."""
+    omitted = o.alt_causes.get("omitted_joint_cause", [])
+    if o.item_type == "diagnosis" and omitted:
+        return {"status": "answer", "label": omitted[0], "action": f"repair:{omitted[0]}"}
     return next_oracle_fields(o)
 
 
@@ -222,6 +283,8 @@ NEXT_POLICIES: dict[str, tuple[Callable[[PrivateOracle2], dict[str, Any]], float
     "double_count": (_alt_value("source_duplication"), 0.8),
     "negative_misread": (_alt_value("negative_evidence_misread"), 0.8),
     "stale_mechanism": (_stale, 0.8),
+    "experiment_avoidance": (_avoids_experiments, 0.8),
+    "omitted_joint_cause": (_omits_joint, 0.8),
 }
 """Records/2 reference agent name -> (policy, stated confidence below the certainty bar)."""
 
@@ -231,6 +294,8 @@ NEXT_SIGNATURES: dict[str, str] = {
     "double_count": "source_duplication",
     "negative_misread": "negative_evidence_misread",
     "stale_mechanism": "stale_mechanism",
+    "experiment_avoidance": "experiment_avoidance",
+    "omitted_joint_cause": "omitted_joint_cause",
 }
 """The label each confused records/2 reference agent must carry on its failures."""
 

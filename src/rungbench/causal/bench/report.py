@@ -10,6 +10,11 @@ puts each response in exactly one cell; calibration is the Brier score with a
 reliability table; two agents are compared paired by case with a cluster
 bootstrap over worlds ("Stages within a world, domain skins of one world, and
 repeated samples are not independent cases").
+
+A run of a bench with next-stage families (records/2) reports them in the same tables
+(``justified_abstain`` — holding back while the evidence leaves several causes — is
+right; ``lucky`` is not) and adds a ``next_stage`` block: mean decision, information
+and experiment regret per family and the revision rates (seed 003 "Deterministic scorer").
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from rungbench.causal.bench.records import OUTCOMES
+from rungbench.causal.bench.evaluate import next_stage_summary
+from rungbench.causal.bench.records import OUTCOMES, OUTCOMES_2
 from rungbench.causal.bench.verified import open_run, run_verdicts
 from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
 
-RIGHT = ("correct", "correct_non_id")
-"""Outcomes that count as right."""
+RIGHT = ("correct", "correct_non_id", "justified_abstain")
+"""Outcomes that count as right (``justified_abstain`` occurs on records/2 items only)."""
 
 CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 """Confidence bin edges of the reliability table (last bin closed)."""
@@ -91,7 +97,8 @@ def identification_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]
 
     Cases with no response line sit in their own ``missing`` column.
     """
-    table = {t: {o: 0 for o in (*OUTCOMES, "missing")}
+    cells = OUTCOMES_2 if any(r.get("version") for r in rows) else OUTCOMES
+    table = {t: {o: 0 for o in (*cells, "missing")}
              for t in ("identifiable", "not_identifiable")}
     for r in rows:
         if r.get("identifiable") is None:
@@ -164,6 +171,9 @@ def build_report(
         "calibration": calibration(rows),
         "failure_labels": failure_label_counts(rows),
     }
+    next_rows = [r for r in rows if r.get("version") is not None]
+    if next_rows:
+        out["next_stage"] = next_stage_summary(next_rows)
     if other is not None:
         out["paired"] = {"other": str(other), "delta": paired_delta(rows, load_rows(other),
                                                                       seed=seed)}
@@ -199,7 +209,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     lines += _acc_table("Accuracy by family", report["by_family"])
     lines += _acc_table("Accuracy by rung", report["by_rung"])
     lines += _acc_table("Accuracy by item type", report["by_item_type"])
-    cells_order = (*OUTCOMES, "missing")
+    cells_order = tuple(next(iter(report["identification"].values())))
     lines += ["## Identification table", "", "| truth | " + " | ".join(cells_order) + " |",
               "| --- |" + " --- |" * len(cells_order)]
     for truth, cells in report["identification"].items():
@@ -212,6 +222,8 @@ def to_markdown(report: Mapping[str, Any]) -> str:
                      f"{_fmt(b['mean_confidence'])} | {_fmt(b['accuracy'])} |")
     lines += ["", "## Failure labels", "", "| label | failed cases |", "| --- | --- |"]
     lines += [f"| {k} | {n} |" for k, n in report["failure_labels"].items()] or ["| — | 0 |"]
+    if "next_stage" in report:
+        lines += _next_stage_lines(report["next_stage"])
     if "paired" in report:
         d = report["paired"]["delta"]
         lines += ["", "## Paired difference", ""]
@@ -223,3 +235,22 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         else:
             lines.append("No common cases.")
     return "\n".join(lines) + "\n"
+
+
+def _next_stage_lines(block: Mapping[str, Any]) -> list[str]:
+    lines = ["", "## Next-stage families (records/2)", "",
+             "| family | n | missing | outcomes | mean decision regret | mean info regret "
+             "| mean experiment regret |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for fam, b in block["families"].items():
+        oc = ", ".join(f"{k} {n}" for k, n in b["outcomes"].items()) or "—"
+        lines.append(f"| {fam} | {b['n']} | {b['missing']} | {oc} | "
+                     f"{_fmt(b.get('mean_decision_regret'))} | {_fmt(b.get('mean_info_regret'))} "
+                     f"| {_fmt(b.get('mean_experiment_regret'))} |")
+    rev = block.get("revision")
+    if rev:
+        lines += ["", f"Revision: accuracy {_fmt(rev['revision_accuracy'])} "
+                  f"({rev['revised_right']}/{rev['should_change']}), stale-belief rate "
+                  f"{_fmt(rev['stale_belief_rate'])} ({rev['stale']}/{rev['refuted']}), "
+                  f"collateral-retraction rate {_fmt(rev['collateral_retraction_rate'])} "
+                  f"({rev['retracted']}/{rev['supported']})."]
+    return lines

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from rungbench.causal.bench.records import (
     PrivateOracle,
     StructureScore,
     Verdict,
+    Verdict2,
 )
 from rungbench.causal.scm.structure import mixed_graph, same_mec
 from rungbench.errors import InputError
@@ -51,8 +52,8 @@ class ScoredLine:
     """1-based line number in the response file."""
     response: AgentResponse | None
     """The parsed response, or None when the line could not be parsed."""
-    verdict: Verdict
-    """The verdict (``invalid`` for a bad line)."""
+    verdict: Verdict | Verdict2
+    """The verdict (``invalid`` for a bad line; a records/2 verdict for a next-stage case)."""
 
 
 def within(a: float, b: float, tol: float) -> bool:
@@ -275,7 +276,7 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def parse_response_line(
-    text: str, line: int, oracles: Mapping[str, PrivateOracle], path: str
+    text: str, line: int, oracles: Mapping[str, object], path: str
 ) -> AgentResponse:
     """Parse one JSONL line into a response; raise :class:`InputError` naming the line."""
     try:
@@ -309,10 +310,21 @@ def parse_response_line(
     return response
 
 
+Grade = Callable[[Any, AgentResponse], "Verdict | Verdict2"]
+"""Scores one parsed response against its oracle record (records/1 or records/2)."""
+
+
 def score_lines(
-    lines: list[str], oracles: Mapping[str, PrivateOracle], path: str = "<responses>"
+    lines: list[str], oracles: Mapping[str, Any], path: str = "<responses>",
+    grade: Grade | None = None,
 ) -> list[ScoredLine]:
-    """Score every non-blank line; bad lines become ``invalid`` verdicts naming their line."""
+    """Score every non-blank line; bad lines become ``invalid`` verdicts naming their line.
+
+    ``grade`` scores a parsed response against its oracle record (default: :func:`score`,
+    records/1); a bench with next-stage cases passes a grader that dispatches on the
+    record's version.
+    """
+    grade_fn: Grade = grade or score
     out: list[ScoredLine] = []
     for n, text in enumerate(lines, start=1):
         if not text.strip():
@@ -322,7 +334,7 @@ def score_lines(
         except InputError as exc:
             out.append(ScoredLine(n, None, _invalid(_case_id_guess(text, n), str(exc))))
             continue
-        out.append(ScoredLine(n, response, score(oracles[response.case_id], response)))
+        out.append(ScoredLine(n, response, grade_fn(oracles[response.case_id], response)))
     return out
 
 

@@ -102,10 +102,11 @@ COSTLY_IRRELEVANT = "costly_irrelevant_experiment"
 SOURCE_DUPLICATION = "source_duplication"
 STALE_MECHANISM = "stale_mechanism"
 NEGATIVE_EVIDENCE = "negative_evidence_misread"
+OMITTED_JOINT_CAUSE = "omitted_joint_cause"
 
 NEXT_LABELS: tuple[str, ...] = (
-    SYMPTOM_ROOT_CAUSE, EXPERIMENT_AVOIDANCE, COSTLY_IRRELEVANT, SOURCE_DUPLICATION,
-    STALE_MECHANISM, NEGATIVE_EVIDENCE, UNSUPPORTED_CERTAINTY, UNEXPLAINED,
+    SYMPTOM_ROOT_CAUSE, OMITTED_JOINT_CAUSE, EXPERIMENT_AVOIDANCE, COSTLY_IRRELEVANT,
+    SOURCE_DUPLICATION, STALE_MECHANISM, NEGATIVE_EVIDENCE, UNSUPPORTED_CERTAINTY, UNEXPLAINED,
 )
 """Labels of the next-stage families, in report order (seed 003 "Failure taxonomy";
 ``negative_evidence_misread`` is this project's: an absent alarm read as evidence where
@@ -126,8 +127,10 @@ def next_failure_labels(oracle: PrivateOracle2, response: AgentResponse | None,
     discriminating probe exists; costly irrelevant experiment — ran a probe with EIG 0
     over the live set; symptom/root-cause confusion — named a telemetry node downstream
     of the true cause; stale mechanism — named a cause only the superseded mechanism
-    allows; source duplication / negative-evidence misread — the value matches the
-    confused twin's posterior within tol while the true value does not.
+    allows; omitted joint cause — named alone one component of a live joint hypothesis
+    (interaction world), which alone cannot produce the outage; source duplication /
+    negative-evidence misread — the value matches the confused twin's posterior within
+    tol while the true value does not.
     """
     if verdict.outcome not in NEXT_FAILED or response is None:
         return []
@@ -138,6 +141,9 @@ def next_failure_labels(oracle: PrivateOracle2, response: AgentResponse | None,
         stale = oracle.alt_causes.get(STALE_MECHANISM, [])
         if response.label in stale and response.label not in live:
             labels.append(STALE_MECHANISM)
+        omitted = oracle.alt_causes.get(OMITTED_JOINT_CAUSE, [])
+        if response.label in omitted and response.label not in live:
+            labels.append(OMITTED_JOINT_CAUSE)
         if response.label in (oracle.descendants or []):
             labels.append(SYMPTOM_ROOT_CAUSE)
         if len(live) >= 2 and probes:

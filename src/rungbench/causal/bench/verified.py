@@ -26,7 +26,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from rungbench.causal.bench.records import PrivateOracle, PublicCase
+from rungbench.causal.bench.records import (
+    RECORDS_VERSION_2,
+    PrivateOracle,
+    PrivateOracle2,
+    PublicCase,
+    PublicCase2,
+    json_schemas_2,
+)
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import bytes_digest, is_digest
 from rungbench.evidence.sealed import SEAL_NAME, read_seal, verify_sealed
@@ -46,6 +53,12 @@ WORLDS = "private/worlds.jsonl"
 """Private world records of a bench (seeds, mechanisms, causal order)."""
 PRIVATE_MANIFEST = "private/manifest.json"
 """Private manifest of a bench (seeds, private file digests)."""
+CASES_2 = "public/cases.v2.jsonl"
+"""Public records/2 cases of the next-stage families (benches built with ``--families``)."""
+ORACLE_2 = "private/oracle.v2.jsonl"
+"""Private records/2 oracle records."""
+WORLDS_2 = "private/worlds.v2.jsonl"
+"""Private records/2 world records."""
 
 VERDICTS = "private/verdicts.jsonl"
 """Per-case verdict rows of a scored run (private: 0600 under a 0700 folder)."""
@@ -194,7 +207,35 @@ def open_bench(root: Path) -> SealedDir:
             or public.get("digest") != bench.digests.get(CASES):
         raise IntegrityError(f"{bench.path(PRIVATE_MANIFEST)}: public_digest does not match "
                              f"{bench.path(CASES)}")
+    check_v2_digests(bench, public, private)
     return bench
+
+
+def check_v2_digests(bench: SealedDir, public: Mapping[str, Any],
+                     private: Mapping[str, Any]) -> None:
+    """The records/2 files are all present or all absent, and both manifests name them.
+
+    A bench whose public manifest declares ``records_v2`` must seal ``cases.v2.jsonl``
+    with the digest both manifests record, and ``oracle.v2.jsonl`` and
+    ``worlds.v2.jsonl`` beside it; a bench that does not must hold none of them.
+    """
+    block = public.get("records_v2")
+    present = [n for n in (CASES_2, ORACLE_2, WORLDS_2) if n in bench.digests]
+    if block is None:
+        if present:
+            raise IntegrityError(f"{bench.path(present[0])}: sealed, but "
+                                 f"{bench.path(PUBLIC_MANIFEST)} declares no records_v2")
+        return
+    if not isinstance(block, dict) or block.get("version") != RECORDS_VERSION_2:
+        raise IntegrityError(f"{bench.path(PUBLIC_MANIFEST)}: records_v2 is not a "
+                             f"{RECORDS_VERSION_2} block")
+    for name in (CASES_2, ORACLE_2, WORLDS_2):
+        if name not in bench.digests:
+            raise IntegrityError(f"{bench.path(name)}: declared by records_v2 but missing")
+    digest = bench.digests[CASES_2]
+    if block.get("digest") != digest or private.get("public_digest_v2") != digest:
+        raise IntegrityError(f"{bench.path(PRIVATE_MANIFEST)}: public_digest_v2 does not "
+                             f"match {bench.path(CASES_2)}")
 
 
 def check_manifest_files(bench: SealedDir, manifest: str, side: str, files: Any) -> None:
@@ -219,6 +260,62 @@ def bench_cases(bench: SealedDir) -> list[PublicCase]:
 def bench_oracles(bench: SealedDir) -> dict[str, PrivateOracle]:
     """The private oracle records of a verified bench, keyed by case id."""
     return {o.case_id: o for o in bench.records(ORACLE, PrivateOracle)}
+
+
+def has_v2(bench: SealedDir) -> bool:
+    """True when the verified bench holds next-stage (records/2) files."""
+    return CASES_2 in bench.digests
+
+
+def _v2_records(bench: SealedDir, name: str, model: type[_Model]) -> list[_Model]:
+    records = bench.records(name, model)
+    for n, r in enumerate(records, start=1):
+        if getattr(r, "version", None) != RECORDS_VERSION_2:
+            raise InputError(f"not a {RECORDS_VERSION_2} record (version "
+                             f"{getattr(r, 'version', None)!r})", path=str(bench.path(name)),
+                             line=n, field="version")
+    return records
+
+
+def check_v2_schemas(bench: SealedDir) -> None:
+    """The records/2 JSON Schemas the bench publishes are the ones this reader validates with."""
+    for model, schema in json_schemas_2().items():
+        name = f"public/schemas/{model}.v2.schema.json"
+        if bench.json(name) != schema:
+            raise IntegrityError(f"{bench.path(name)}: schema differs from {RECORDS_VERSION_2} "
+                                 f"{model} (written by another records version?)")
+
+
+def bench_next(bench: SealedDir) -> tuple[list[PublicCase2], dict[str, PrivateOracle2]]:
+    """The records/2 cases and oracle records of a verified bench (empty without them).
+
+    Checks, beyond the digests :func:`open_bench` verified: every line is a records/2
+    record of its model (schema, version), the published schemas are this version's,
+    case ids are unique, every case has exactly one oracle record and every oracle
+    record a case (completeness), and the counts and families match ``records_v2``.
+    """
+    if not has_v2(bench):
+        return [], {}
+    check_v2_schemas(bench)
+    cases = _v2_records(bench, CASES_2, PublicCase2)
+    oracles = _v2_records(bench, ORACLE_2, PrivateOracle2)
+    where = bench.path(CASES_2)
+    ids = [c.case_id for c in cases]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise IntegrityError(f"{where}: case id {dup!r} listed twice")
+    by_id = {o.case_id: o for o in oracles}
+    if len(by_id) != len(oracles) or set(by_id) != set(ids):
+        lost = sorted(set(ids) ^ set(by_id))[:3]
+        raise IntegrityError(f"{bench.path(ORACLE_2)}: oracle records do not match the cases "
+                             f"of {where} one to one (e.g. {lost})")
+    block = bench.json(PUBLIC_MANIFEST)["records_v2"]
+    families = set(block.get("families") or [])
+    if block.get("n_cases") != len(cases) or not {c.family for c in cases} <= families:
+        raise IntegrityError(f"{where}: {len(cases)} cases of families "
+                             f"{sorted({c.family for c in cases})} do not match records_v2 in "
+                             f"{bench.path(PUBLIC_MANIFEST)}")
+    return cases, {i: by_id[i] for i in ids}
 
 
 def open_run(root: Path) -> SealedDir:
