@@ -176,3 +176,38 @@ def test_fast_board_display_and_fen_equal_python_chess_on_every_bundled_position
         assert render_board(b) == b.unicode()
         assert fen_of(b) == b.fen()
         assert rendered("legal", "", fen=b.fen()) == ",".join(m.uci() for m in b.legal_moves)
+
+
+def test_memoised_verdicts_never_cross_versions() -> None:
+    """With a FEN given, a verdict is computed once per (version, reply, position, reflection
+    prompt before): the same call returns the same verdict, while another version (January
+    reads inside think tags) or a reflection prompt before gets its own answer."""
+    board = chess.Board()
+    fen = board.fen()
+    text = "<think>get_current_board</think> make_move e2e4"
+    first = dispatch(AUG, text, board=board, previous_prompt="", fen=fen)
+    assert dispatch(AUG, text, board=board, previous_prompt="", fen=fen) is first
+    assert first.move == "e2e4"
+    assert dispatch(JAN, text, board=board, previous_prompt="", fen=fen).kind is (
+        VerdictKind.BOARD_QUERY)
+    assert dispatch(AUG, text, board=board, previous_prompt=REFLECT_PROMPT, fen=fen).kind is (
+        VerdictKind.REFLECTION_FOLLOWUP)
+
+
+def test_fast_fen_equals_python_chess_with_castling_en_passant_and_promotions() -> None:
+    """fast_fen is board.fen() on positions with castling rights lost, a legal and an illegal
+    en-passant square, and promoted pieces."""
+    from rungbench.chess.transcripts.dispatch import fast_fen
+
+    for fen, moves in (
+        (chess.STARTING_FEN, "e2e4 d7d5 e4e5 f7f5"),  # en passant e5f6 legal
+        ("4k3/8/8/8/3p4/8/4P3/4K2R w K - 0 1", "e2e4"),  # d4xe3 legal
+        ("4k3/8/8/8/3p4/8/4P3/3RK3 w - - 0 1", "e1f1 e8e7 e2e4"),
+        ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "a1a8 e8d7"),
+        ("8/P6k/8/8/8/8/p6K/8 w - - 0 1", "a7a8q a2a1n"),
+    ):
+        board = chess.Board(fen)
+        assert fast_fen(board) == board.fen()
+        for uci in moves.split():
+            board.push_uci(uci)
+            assert fast_fen(board) == board.fen(), board.fen()

@@ -203,3 +203,44 @@ def test_registry_reasons_are_documented() -> None:
     """Every reason code is snake_case with a sentence saying what did not match."""
     for code, meaning in EXCLUSION_REASONS.items():
         assert re.fullmatch(r"[a-z_]+", code) and len(meaning) > 30
+
+
+def test_crash_path_outcome_is_reproduced_on_the_december_2025_run() -> None:
+    """gpt-5.1-codex (Dec 2025): game 1 ends in the crash path after three API time-outs;
+    its console winner NONE, reason ERROR OCCURED, move count, counters (black's 6 wrong
+    actions over the game) and PGN with result 1/2-1/2 are all reproduced, so engine_crash
+    is its one cause; game 2 (cut off by a later time-out) stays eligible."""
+    run = DATA / "gpt-5.1-codex-low_2025-12-02-10-56-26"
+    report = read_run(run)
+    _only(report, "g01", "engine_crash")
+    crashed = report.games[0]
+    assert crashed.complete and not crashed.disagreements
+    compared = {c.name: c.observed for c in crashed.checks if c.source == "console"}
+    assert compared["winner"] == "NONE" and compared["reason"] == "ERROR OCCURED"
+    assert compared["player_black.wrong_actions"] == 6 and compared["number_of_moves"] == 21
+    assert str(compared["pgn"]).endswith("11. Kg3  1/2-1/2")
+    assert {e.code for e in report.exclusions[crashed.game]} == {"engine_crash"}
+
+
+def test_edited_previous_moves_line_is_a_reply_mismatch(tmp_path: Path) -> None:
+    """The May 2025 previous-moves ablation: the moves-so-far line of black's second
+    prompt regenerated from the replayed moves; one move of it edited (d2d3 → d2d4)
+    excludes the game as reply_mismatch."""
+    run = _copy(tmp_path, DATA / "o4-mini-previous-moves_2025-05-03-20-15-00")
+    assert not read_run(run).exclusions
+    _edit(run / "output.txt", b"Previous moves (UCI): 1. d2d3 d7d5, 2. c2c3",
+          b"Previous moves (UCI): 1. d2d4 d7d5, 2. c2c3")
+    _only(read_run(run), "g01", "reply_mismatch")
+
+
+def test_an_engine_opponents_first_prompt_is_an_opening() -> None:
+    """The May 2025 Dragon runs address the engine with AutoGen's default 'You are a helpful
+    AI Assistant.'; a capture that starts there does not start mid-game."""
+    from rungbench.chess.transcripts.console import Block
+    from rungbench.chess.transcripts.eligibility import is_opening
+
+    engine = Block("Proxy", "Chess_Engine_Dragon_White", "You are a helpful AI Assistant.",
+                   1, 3, (0, 0))
+    assert is_opening(engine)
+    assert not is_opening(Block("Proxy", "Player_Black", "Move made, switching player",
+                                1, 3, (0, 0)))

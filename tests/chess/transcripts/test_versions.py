@@ -129,3 +129,53 @@ def test_every_dated_version_has_a_window_and_fingerprint_check() -> None:
     problem = fingerprint_mismatch(version("llmchess-2025-05-only-make-move"),
                                    tokenize(data, path="x"))
     assert problem is not None and "turn prompt" in problem
+
+
+PREVIOUS = DATA / "o4-mini-previous-moves_2025-05-03-20-15-00"
+
+
+def test_previous_moves_ablation_is_its_own_version() -> None:
+    """The May 2025 o4-mini run whose prompts start 'Previous moves (UCI): ...' matches the
+    previous-moves version by date and prompts; the January version, whose prompts lack that
+    line, refuses naming the line; every prefix of the run is regenerated."""
+    assert _detect(PREVIOUS) == ("llmchess-2025-05-previous-moves", "dated evidence")
+    data = (PREVIOUS / "output.txt").read_bytes()
+    problem = fingerprint_mismatch(version("llmchess-2025-01"), tokenize(data, path="x"))
+    assert problem is not None and problem.startswith("line 32: turn prompt")
+    report = read_run(PREVIOUS)
+    prefixes = [c for c in report.games[0].checks
+                if isinstance(c.expected, str) and c.expected.startswith("Previous moves")]
+    assert [c.observed for c in prefixes] == [
+        "Previous moves (UCI): 1. d2d3\n\n", "Previous moves (UCI): 1. d2d3 d7d5\n\n",
+        "Previous moves (UCI): 1. d2d3 d7d5, 2. c2c3\n\n"]
+    assert all(c.ok for c in prefixes)
+    assert variant_of(report.dispatcher) == (
+        "llmchess/unaided/UNICODE_ONLY/no-reflection/previous-moves")
+
+
+def test_late_2025_runs_replay_under_the_run_json_program_with_their_remove_text() -> None:
+    """The November and December 2025, March and May 2026 runs (all with _run.json) are the
+    August 2025 program configured with their own remove_text (think, ◁/think▷ and
+    </reasoning> preambles), one configured version shared by the five runs."""
+    names = {_detect(DATA / run) for run in (
+        "gpt-5-codex-low_2025-11-15-09-24-45", "gpt-5-codex-medium_2025-11-15-09-25-09",
+        "gpt-5.1-codex-low_2025-12-02-10-56-26", "gpt-5.4-medium_2026-03-08-17-55-00",
+        "kimi-k2.6_2026-05-18-09-31-55")}
+    assert len(names) == 1
+    ((name, how),) = names
+    assert name.startswith("llmchess-2025-08+") and how == "_run.json"
+    dv = read_run(DATA / "kimi-k2.6_2026-05-18-09-31-55").dispatcher
+    assert dv.remove_text == "^.*?(?:</think>|\u25c1/think\u25b7|</reasoning>)\\s*"
+    board = chess.Board()
+    for text in ("I could get_current_board\n</reasoning>\nmake_move e2e4",
+                 "\u25c1think\u25b7 get_legal_moves \u25c1/think\u25b7 make_move e2e4"):
+        assert dispatch(dv, text, board=board, previous_prompt="").move == "e2e4"
+
+
+def test_previous_moves_version_needs_the_moves_line_somewhere() -> None:
+    """A run whose prompts never carry 'Previous moves (UCI): ' (January 2025) is not the
+    previous-moves ablation, so a May 2025 run without the line matches one version only."""
+    data = (JAN / "output.txt").read_bytes()
+    problem = fingerprint_mismatch(version("llmchess-2025-05-previous-moves"),
+                                   tokenize(data, path="x"))
+    assert problem is not None and "Previous moves (UCI): " in problem

@@ -66,45 +66,43 @@ def tokenize(data: bytes, *, path: str) -> list[Event]:
     events: list[Event] = []
     pos, line = 0, 1
     while pos < len(data):
-        nl = data.find(b"\n", pos)
-        end = len(data) if nl < 0 else nl + 1
-        header = _HEADER_BYTES.match(data, pos)
-        if header:
-            sender, recipient = header["sender"].decode(), header["recipient"].decode()
-            body_start = header.end()
-            stop = data.find(_TERMINATOR, body_start)
-            if stop < 0:
-                raise Refusal([Reason(
-                    "truncated", f"{path}:{line}: message from {sender} has no "
-                    "closing dashed line (transcript cut inside a message)",
-                    subject=f"{path}:{line}", data={"path": path, "line": line})],
-                    gate="llm chess transcript")
-            body = data[body_start:stop].decode("utf-8")
-            events.append(Block(sender, recipient, body, line, line + 2, (body_start, stop)))
-            line += 2 + data.count(b"\n", body_start, stop + len(_TERMINATOR))
-            pos = stop + len(_TERMINATOR)
-            continue
-        text = data[pos:end].decode("utf-8").rstrip("\n")
-        if text == "GAME OVER":
-            stop, n_lines = _summary_end(data, end)
-            events.append(Marker("game_over", line, data[pos:stop].decode("utf-8")))
-            line += 1 + n_lines
-            pos = stop
-            continue
-        events.append(Marker(_marker_kind(text), line, text))
-        line += 1
-        pos = end
+        header = _HEADER_BYTES.search(data, pos)
+        gap_end = header.start() if header else len(data)
+        if gap_end > pos:  # program lines between two messages, split once
+            line = _markers(data[pos:gap_end].decode("utf-8"), line, events)
+        if header is None:
+            break
+        sender, recipient = header["sender"].decode(), header["recipient"].decode()
+        body_start = header.end()
+        stop = data.find(_TERMINATOR, body_start)
+        if stop < 0:
+            raise Refusal([Reason(
+                "truncated", f"{path}:{line}: message from {sender} has no "
+                "closing dashed line (transcript cut inside a message)",
+                subject=f"{path}:{line}", data={"path": path, "line": line})],
+                gate="llm chess transcript")
+        body = data[body_start:stop].decode("utf-8")
+        events.append(Block(sender, recipient, body, line, line + 2, (body_start, stop)))
+        line += 2 + data.count(b"\n", body_start, stop + len(_TERMINATOR))
+        pos = stop + len(_TERMINATOR)
     return events
 
 
-def _summary_end(data: bytes, pos: int) -> tuple[int, int]:
-    """End offset of a GAME OVER summary (next message header or EOF) and its line count."""
-    header = _HEADER_BYTES.search(data, pos)
-    stop = header.start() if header else len(data)
-    n_lines = data.count(b"\n", pos, stop)
-    if stop > pos and data[stop - 1:stop] != b"\n":
-        n_lines += 1  # a last line without its newline (end of file)
-    return stop, n_lines
+def _markers(text: str, line: int, events: list[Event]) -> int:
+    """Append the program lines of ``text`` (which ends before a message header or at the
+    end of the capture) as markers; a ``GAME OVER`` line takes the rest of ``text`` as its
+    summary. Return the line number after ``text``."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # text ends with a newline
+    for i, item in enumerate(lines):
+        if item == "GAME OVER":
+            events.append(Marker("game_over", line, "\n".join(lines[i:])
+                                 + ("\n" if text.endswith("\n") else "")))
+            return line + len(lines) - i
+        events.append(Marker(_marker_kind(item), line, item))
+        line += 1
+    return line
 
 
 def _marker_kind(text: str) -> str:

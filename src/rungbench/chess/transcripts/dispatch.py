@@ -106,6 +106,10 @@ class DispatcherVersion:
     candidates_in_prompt: bool = False
     """Whether every turn prompt already shows the board and the legal-move list
     (candidate-assisted); False for the regular, unaided interface."""
+    previous_moves_in_prompt: bool = False
+    """Whether every turn prompt after the first move starts with the game's moves so far
+    (``Previous moves (UCI): 1. d2d3 d7d5, 2. c2c3`` and a blank line; the May 2025
+    "previous moves" ablation)."""
     evidence_window: tuple[str, str] = ("", "")
     """First and last run date (``YYYY.MM.DD``) a run without ``_run.json`` may carry to be
     matched to this version (its prompts must match too); ``("", "")``: never matched by
@@ -139,6 +143,8 @@ class DispatcherVersion:
             "action_counters": self.action_counters, "enable_reflection": self.enable_reflection,
             "board_mode": self.board_mode, "actions": list(self.actions),
             "candidates_in_prompt": self.candidates_in_prompt,
+            # only when set, so the digests of the versions without it do not change
+            **({"previous_moves_in_prompt": True} if self.previous_moves_in_prompt else {}),
         }
 
 
@@ -172,6 +178,21 @@ VERSIONS: dict[str, DispatcherVersion] = {
             wrong_counters_per_move=True,
             actions=(MAKE_MOVE_ACTION,),
             candidates_in_prompt=True,
+            evidence_window=("2025.05.01", "2025.07.31"),
+        ),
+        DispatcherVersion(
+            name="llmchess-2025-05-previous-moves",
+            description=(
+                "the May 2025 'previous moves' ablation (o4-mini against the random player, "
+                "no _run.json): the regular unaided dispatcher and turn prompt, but every "
+                "prompt after the first move is prefixed with the game's moves so far in UCI "
+                "('Previous moves (UCI): 1. d2d3 d7d5, 2. c2c3' and a blank line), the "
+                "random player's prompt too; counters as the other May 2025 ablation (no "
+                "game JSON of the bundled run survives to check them against)"
+            ),
+            action_counters=False,
+            wrong_counters_per_move=True,
+            previous_moves_in_prompt=True,
             evidence_window=("2025.05.01", "2025.07.31"),
         ),
         DispatcherVersion(
@@ -249,6 +270,27 @@ def turn_prompt(colour: Colour, *, enable_reflection: bool,
     )
 
 
+PREVIOUS_MOVES_PREFIX_TEXT = "Previous moves (UCI): "
+PREVIOUS_MOVES_PREFIX = re.compile(r"\APrevious moves \(UCI\): [^\n]*\n\n")
+"""The moves-so-far line the "previous moves" ablation puts before a turn prompt."""
+
+
+def previous_moves_prefix(ucis: list[str]) -> str:
+    """The prefix the "previous moves" ablation prints for a game whose moves are ``ucis``
+    (empty before the first move)."""
+    if not ucis:
+        return ""
+    pairs = [" ".join(ucis[i:i + 2]) for i in range(0, len(ucis), 2)]
+    listed = ", ".join(f"{n}. {pair}" for n, pair in enumerate(pairs, start=1))
+    return f"Previous moves (UCI): {listed}\n\n"
+
+
+def strip_previous_moves(body: str) -> str:
+    """``body`` without a leading moves-so-far line (see :data:`PREVIOUS_MOVES_PREFIX`)."""
+    match = PREVIOUS_MOVES_PREFIX.match(body)
+    return body[match.end():] if match else body
+
+
 def invalid_action_message(*, enable_reflection: bool,
                            actions: tuple[str, ...] = VERSIONS_DEFAULT_ACTIONS) -> str:
     """Return the LLM Chess invalid-action reply for the offered ``actions``."""
@@ -266,6 +308,46 @@ _UNICODE_PIECES = {
         chess.piece_symbol(piece).upper() if colour else chess.piece_symbol(piece)]
     for colour in chess.COLORS for piece in chess.PIECE_TYPES
 }
+_FEN_PIECES = {
+    (colour, piece): chess.piece_symbol(piece).upper() if colour else chess.piece_symbol(piece)
+    for colour in chess.COLORS for piece in chess.PIECE_TYPES
+}
+
+
+def _cells(board: chess.Board, symbols: dict[tuple[bool, int], str], empty: str) -> list[str]:
+    """The 64 squares (a1 first) as ``symbols`` of their pieces, ``empty`` where none stands,
+    read off the bitboards in one pass."""
+    cells = [empty] * 64
+    masks = ((chess.PAWN, board.pawns), (chess.KNIGHT, board.knights),
+             (chess.BISHOP, board.bishops), (chess.ROOK, board.rooks),
+             (chess.QUEEN, board.queens), (chess.KING, board.kings))
+    for colour in chess.COLORS:
+        occupied = board.occupied_co[colour]
+        for piece, mask in masks:
+            symbol = symbols[(colour, piece)]
+            for square in chess.scan_forward(mask & occupied):
+                cells[square] = symbol
+    return cells
+
+
+def fast_fen(board: chess.Board) -> str:
+    """``board.fen()`` (standard chess: no promoted-piece marks, the en-passant square only
+    when an en-passant capture is legal), built from the bitboards; a test holds it equal to
+    python-chess's own on every position of the bundled games. Other board classes (chess
+    variants) get python-chess's ``fen()`` itself."""
+    if type(board) is not chess.Board:
+        return board.fen()
+    cells = _cells(board, _FEN_PIECES, ".")
+    placement = "/".join("".join(cells[rank:rank + 8]) for rank in range(56, -1, -8))
+    for run, digit in _EMPTY_RUNS:  # longest first: a run never spans two ranks
+        placement = placement.replace(run, digit)
+    ep = board.ep_square
+    passant = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() else "-"
+    return (f"{placement} {'w' if board.turn else 'b'} {board.castling_xfen()} "
+            f"{passant} {board.halfmove_clock} {board.fullmove_number}")
+
+
+_EMPTY_RUNS = tuple(("." * n, str(n)) for n in range(8, 0, -1))
 
 
 def render_board(board: chess.Board, mode: str = "UNICODE_ONLY") -> str:
@@ -276,17 +358,8 @@ def render_board(board: chess.Board, mode: str = "UNICODE_ONLY") -> str:
     equal to python-chess's own on every position of the bundled games.
     """
     if mode == "FEN_ONLY":
-        return board.fen()
-    cells = ["⭘"] * 64
-    masks = ((chess.PAWN, board.pawns), (chess.KNIGHT, board.knights),
-             (chess.BISHOP, board.bishops), (chess.ROOK, board.rooks),
-             (chess.QUEEN, board.queens), (chess.KING, board.kings))
-    for colour in chess.COLORS:
-        occupied = board.occupied_co[colour]
-        for piece, mask in masks:
-            symbol = _UNICODE_PIECES[(colour, piece)]
-            for square in chess.scan_forward(mask & occupied):
-                cells[square] = symbol
+        return fast_fen(board)
+    cells = _cells(board, _UNICODE_PIECES, "⭘")
     return "\n".join(" ".join(cells[rank * 8:rank * 8 + 8]) for rank in range(7, -1, -1))
 
 
@@ -360,7 +433,8 @@ _FENS: dict[tuple[int | bool | None, ...], str] = {}
 
 
 def fen_of(board: chess.Board) -> str:
-    """``board.fen()``, memoised by the position's bitboards, side, rights and clocks."""
+    """``board.fen()`` (:func:`fast_fen`), memoised by the position's bitboards, side, rights
+    and clocks."""
     key = (*board.occupied_co, board.pawns, board.knights, board.bishops, board.rooks,
            board.queens, board.kings, board.promoted, board.turn, board.castling_rights,
            board.ep_square, board.halfmove_clock, board.fullmove_number)
@@ -368,14 +442,15 @@ def fen_of(board: chess.Board) -> str:
     if hit is None:
         if len(_FENS) >= _RENDERED_MAX:
             _FENS.clear()
-        hit = _FENS[key] = board.fen()
+        hit = _FENS[key] = fast_fen(board)
     return hit
 
 
 def clear_render_cache() -> None:
-    """Forget every memoised rendering and FEN (benchmarks time cold runs with it)."""
+    """Forget every memoised rendering, FEN and verdict (benchmarks time cold runs with it)."""
     _RENDERED.clear()
     _FENS.clear()
+    _VERDICTS.clear()
 
 
 def dispatch(
@@ -387,8 +462,34 @@ def dispatch(
     ``previous_prompt`` is the dispatcher's previous message in this dialogue; when it
     was the reflection prompt, any reply other than a board or list query gets the
     reflection follow-up, even a make_move command. ``fen``, when given, is the
-    board's FEN (it keys the memoised displays; the replies are the same).
+    board's FEN: it keys the memoised displays and verdicts (the verdict of a reply depends
+    only on the version, the reply, the position and whether the previous prompt was the
+    reflection prompt, so a census that replays a transcript and then verifies every
+    recorded verdict computes each one once; the answers are the same).
     """
+    if fen is None:
+        return _dispatch(version, content, board=board, previous_prompt=previous_prompt)
+    reflecting = (previous_prompt == REFLECT_PROMPT if not version.remove_text
+                  else _strip_removed(version, previous_prompt) == REFLECT_PROMPT)
+    key = (id(version), content, fen, reflecting)
+    hit = _VERDICTS.get(key)
+    if hit is not None and hit[0] is version:
+        return hit[1]
+    verdict = _dispatch(version, content, board=board, previous_prompt=previous_prompt, fen=fen)
+    if len(_VERDICTS) >= _RENDERED_MAX:
+        _VERDICTS.clear()
+    _VERDICTS[key] = (version, verdict)
+    return verdict
+
+
+_VERDICTS: dict[tuple[int, str, str, bool], tuple[DispatcherVersion, Verdict]] = {}
+"""Memoised verdicts by (version identity, reply, FEN, reflection prompt before); the
+version object is kept with each entry so a reused ``id`` never answers for another."""
+
+
+def _dispatch(version: DispatcherVersion, content: str, *, board: chess.Board,
+              previous_prompt: str, fen: str | None = None) -> Verdict:
+    """:func:`dispatch` without the verdict memo."""
     choice = visible_text(version, content)
     if version.actions != VERSIONS_DEFAULT_ACTIONS:
         return _dispatch_restricted(version, choice, board)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rungbench.chess.transcripts.console import Block, Event, Marker
+from rungbench.chess.transcripts.dispatch import strip_previous_moves
 from rungbench.chess.transcripts.llmchess_checks import COUNTERS, Check
 
 EXCLUSION_REASONS: dict[str, str] = {
@@ -137,9 +138,16 @@ def primary(exclusions: Sequence[Exclusion]) -> Exclusion | None:
 
 def is_opening(block: Block) -> bool:
     """Whether a message is the Proxy's first prompt of a move dialogue."""
+    body = strip_previous_moves(block.body)
     return block.sender == "Proxy" and (
-        block.body.startswith(("You are a professional chess player", "Current board state:"))
-        or block.body == "You are a random chess player.")
+        body.startswith(("You are a professional chess player", "Current board state:"))
+        or body in OPPONENT_OPENINGS)
+
+
+OPPONENT_OPENINGS = frozenset({"You are a random chess player.", "You are a helpful AI Assistant."})
+"""The Proxy's first message to a non-LLM player: the random player, and a chess engine
+(the May 2025 Dragon runs address ``Chess_Engine_Dragon_White`` with AutoGen's default
+system message)."""
 
 
 def _short(value: Any) -> str:

@@ -21,12 +21,14 @@ from rungbench.chess.transcripts.console import Block, Event, Marker, tokenize
 from rungbench.chess.transcripts.corpus import Attempt, Corpus, GameRecord, split_tool_calls
 from rungbench.chess.transcripts.dispatch import (
     MOVE_MADE,
+    PREVIOUS_MOVES_PREFIX,
     TOO_MANY_WRONG_ACTIONS,
     DispatcherVersion,
     VerdictKind,
     dispatch,
     fen_of,
     invalid_action_message,
+    previous_moves_prefix,
 )
 from rungbench.chess.transcripts.eligibility import (
     Exclusion,
@@ -52,6 +54,10 @@ from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, loads_canonical
 
 _PROXY = "Proxy"
+HALTED = "Execution was halted due to error"
+"""The line the program prints when an exception ends a game (the crash path)."""
+ERROR_OCCURED = "ERROR OCCURED"
+"""The termination reason the crash path records (the program's spelling)."""
 _MAX_GAME_MOVES = 200
 
 
@@ -128,10 +134,12 @@ def run_dispatcher(folder: Path, *, override: str | None = None) -> DispatcherVe
 
 
 def variant_of(dv: DispatcherVersion) -> str:
-    """The interface variant a version presents: assistance, board mode, reflection."""
+    """The interface variant a version presents: assistance, board mode, reflection (and
+    the moves-so-far line of the "previous moves" ablation)."""
     assist = "candidate-assisted" if dv.candidates_in_prompt else "unaided"
     reflection = "reflection" if dv.enable_reflection else "no-reflection"
-    return f"llmchess/{assist}/{dv.board_mode}/{reflection}"
+    history = "/previous-moves" if dv.previous_moves_in_prompt else ""
+    return f"llmchess/{assist}/{dv.board_mode}/{reflection}{history}"
 
 
 def read_run(folder: Path, *, dispatcher: str | None = None) -> RunReport:
@@ -193,7 +201,10 @@ def _exclusions(
         found = event_exclusions(events, first_game=index == 0,
                                  opening_ok=first_block is not None and is_opening(first_block))
         found += check_exclusions(report.checks, report.line)
-        if replay.complete and name is None and note is not None:
+        crashed = any(e.code == "engine_crash" for e in found)
+        if replay.complete and name is None and note is not None and not crashed:
+            # (a crashed game's JSON counts the tokens of the request that failed, which
+            # the console never printed, so it cannot be paired by token counts)
             if "ambiguous" in note:
                 found.append(Exclusion("json_ambiguous", note, report.line))
             elif stores_json:
@@ -249,7 +260,6 @@ class _Replay:
         self._fen: str | None = None  # the position's FEN, cached until the next move
         self.players: dict[str, _Player] = {}
         self.colours: dict[str, Literal["white", "black"]] = {}
-        self.sans: list[str] = []
         self.attempts: list[Attempt] = []
         self.checks: list[Check] = []
         self.regenerated = {"board": 0, "legal": 0, "other": 0}
@@ -262,6 +272,7 @@ class _Replay:
 
     def run(self, events: list[Event]) -> None:
         dialogue: list[Event] = []
+        crashed = False
         last: _Player | None = None
         for event in events:
             if isinstance(event, Marker) and event.kind == "made_move":
@@ -273,6 +284,9 @@ class _Replay:
             elif isinstance(event, Marker) and event.kind == "game_over":
                 self.complete = True
                 self.summary = event.text
+            elif isinstance(event, Marker) and event.text.startswith(HALTED):
+                crashed = True
+                dialogue.append(event)
             elif isinstance(event, Marker) and event.kind == "tokens" and last is not None:
                 # Token counts are printed after MADE MOVE, for the dialogue just ended.
                 value = int(event.text.split(": ")[1])
@@ -283,6 +297,10 @@ class _Replay:
                 dialogue.append(event)
         if any(isinstance(e, Block) for e in dialogue):
             self._dialogue(dialogue, ended=False)
+        if crashed and self.complete and self.reason is None:
+            # The crash path: the run loop's exception handler ends the game with no
+            # winner and the reason ERROR OCCURED (so the PGN result is 1/2-1/2).
+            self.winner, self.reason = "NONE", ERROR_OCCURED
         first = next((e for e in events if isinstance(e, Block)), None)
         self.start_line = first.line if first else 0
 
@@ -301,6 +319,8 @@ class _Replay:
             self.checks.append(Check(f"dialogue@{self.source}:{opening.line}", "transcript",
                                      "a further move dialogue", f"game over: {self.reason}"))
         self._check_structure(blocks, ended=ended)
+        if self.dv.previous_moves_in_prompt:
+            self._check_previous_moves(opening)
         player = self._player(opening.recipient)
         if self.dv.failure_scope == "move":
             player.failed = 0
@@ -321,6 +341,16 @@ class _Replay:
         if ended:
             self._end_of_move(player, last_message, turns)
         return player
+
+    def _check_previous_moves(self, opening: Block) -> None:
+        """The moves-so-far line of an opening prompt, regenerated from the replayed moves."""
+        match = PREVIOUS_MOVES_PREFIX.match(opening.body)
+        check = Check(f"reply@{self.source}:{opening.body_line}", "transcript",
+                      opening.body[:match.end()] if match else "",
+                      previous_moves_prefix([m.uci() for m in self.board.move_stack]))
+        self.checks.append(check)
+        if check.ok:
+            self.regenerated["other"] += 1
 
     def _check_structure(self, blocks: list[Block], *, ended: bool) -> None:
         """A dialogue alternates Proxy and one player, and only its last reply may go
@@ -381,7 +411,6 @@ class _Replay:
         ))
         if dispatched and verdict.accepted and verdict.move is not None:
             move = chess.Move.from_uci(verdict.move)
-            self.sans.append(self.board.san(move))
             self.board.push(move)
             self._fen = None
         return reply.body if dispatched and reply is not None else block.body
@@ -446,7 +475,9 @@ class _Replay:
                note: str | None) -> GameReport:
         against = ["transcript"]
         unavailable: list[str] = []
-        checks, outcome = list(self.checks), self.outcome()
+        checks = list(self.checks)
+        outcome = self.outcome(with_sans="\nGame PGN:\n" in self.summary
+                               or (data is not None and "pgn" in data))
         if self.complete:
             against.append("console")
             checks.extend(summary_checks(self.summary, outcome))
@@ -466,8 +497,12 @@ class _Replay:
         return GameReport(index, self.game, self.start_line, self.complete, name, tuple(against),
                           tuple(unavailable), tuple(checks), dict(self.regenerated))
 
-    def outcome(self) -> ReplayedGame:
-        """The replay's outcome, as the run's records state it."""
+    def outcome(self, *, with_sans: bool = True) -> ReplayedGame:
+        """The replay's outcome, as the run's records state it.
+
+        ``with_sans`` False leaves the SAN move list empty (nothing recorded about the game
+        holds a PGN to compare it with), sparing a SAN rendering of every move.
+        """
         white = next((n for n, c in self.colours.items() if c == "white"), "")
         black = next((n for n, c in self.colours.items() if c == "black"), "")
         result = ("1/2-1/2" if self.winner == "NONE" else "1-0" if self.winner == white
@@ -476,7 +511,8 @@ class _Replay:
         for name, colour in self.colours.items():
             counters.setdefault(colour, dict(self.players[name].counters))
         return ReplayedGame(self.winner, self.reason, self.moves_made,
-                            material_count(self.board), counters, tuple(self.sans), result)
+                            material_count(self.board), counters,
+                            _sans(self.board.move_stack) if with_sans else (), result)
 
     def signature(self) -> Signature:
         """(prompt, completion) tokens last printed for each colour's player."""
@@ -484,6 +520,15 @@ class _Replay:
         for name, player in self.players.items():
             out[self.colours[name]] = player.tokens
         return out
+
+
+def _sans(moves: list[chess.Move]) -> tuple[str, ...]:
+    """SAN of every move of a game from the starting position."""
+    board, out = chess.Board(), []
+    for move in moves:
+        out.append(board.san(move))
+        board.push(move)
+    return tuple(out)
 
 
 def _game_over(board: chess.Board, players: dict[str, _Player],

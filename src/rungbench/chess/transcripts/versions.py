@@ -27,9 +27,11 @@ from typing import Any, Literal
 
 from rungbench.chess.transcripts.console import Block, Event
 from rungbench.chess.transcripts.dispatch import (
+    PREVIOUS_MOVES_PREFIX_TEXT,
     VERSIONS,
     DispatcherVersion,
     invalid_action_message,
+    strip_previous_moves,
     turn_prompt,
     version,
 )
@@ -134,12 +136,14 @@ def fingerprint_mismatch(dv: DispatcherVersion, events: Sequence[Event]) -> str 
     """The first prompt of the run that ``dv`` would not have printed, or None.
 
     Checked: every opening prompt to an LLM player (``Player_*``) and every
-    invalid-action reply, against the texts the version prints.
+    invalid-action reply, against the texts the version prints; a version that prints the
+    moves so far before its prompts needs at least one prompt to carry them.
     """
     invalid = invalid_action_message(enable_reflection=dv.enable_reflection, actions=dv.actions)
     openings = {turn_prompt(c, enable_reflection=dv.enable_reflection, actions=dv.actions)
                 for c in ("white", "black")}
     previous: Block | None = None
+    prefixed = False
     for event in events:
         if not isinstance(event, Block):
             continue
@@ -147,14 +151,20 @@ def fingerprint_mismatch(dv: DispatcherVersion, events: Sequence[Event]) -> str 
         if event.sender == "Proxy" and event.body.startswith("Invalid action.") and (
                 event.body != invalid):
             return f"line {event.body_line}: invalid-action reply {event.body[:90]!r} differs"
-        if (event.sender == "Proxy" and event.recipient.startswith("Player_") and opening
-                and not _opening_ok(dv, event.body, openings)):
-            return f"line {event.body_line}: turn prompt {event.body[:90]!r} differs"
+        if event.sender == "Proxy" and event.recipient.startswith("Player_") and opening:
+            if not _opening_ok(dv, event.body, openings):
+                return f"line {event.body_line}: turn prompt {event.body[:90]!r} differs"
+            prefixed = prefixed or event.body.startswith(PREVIOUS_MOVES_PREFIX_TEXT)
         previous = event
+    if dv.previous_moves_in_prompt and not prefixed:
+        return (f"no turn prompt starts with {PREVIOUS_MOVES_PREFIX_TEXT!r} (this version "
+                "prints the moves so far before every prompt after the first move)")
     return None
 
 
 def _opening_ok(dv: DispatcherVersion, body: str, openings: set[str]) -> bool:
+    if dv.previous_moves_in_prompt:
+        body = strip_previous_moves(body)
     if dv.candidates_in_prompt:
         return body.startswith("Current board state:\n") and any(
             body.endswith("\n\n" + o) for o in openings) and "\n\nLegal moves:\n" in body
