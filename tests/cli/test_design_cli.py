@@ -61,3 +61,23 @@ def test_list_json() -> None:
     assert code == 0
     names = {d["name"]: d["digest"] for d in json.loads(out)["designs"]}
     assert names["a105"] == load_design("a105").digest
+
+
+def test_e020_audit_table_and_json() -> None:
+    """`design audit e020` prints the ladder checks and the seed's cell figure; --json is ok."""
+    code, out, _ = _invoke(["audit", "e020"])
+    assert code == 0, out
+    assert "oracle_lists_nest" in out and "8800" in out and "8400" in out
+    code, out, _ = _invoke(["audit", "e022", "--json"])
+    doc = json.loads(out)
+    assert code == 0 and doc["ok"] and doc["digest"] == load_design("e022").digest
+
+
+def test_broken_ladder_preset_exits_1(tmp_path: Path) -> None:
+    """An E020/E021 preset whose top-5 shows one move fails the nesting check, exit 1."""
+    text = (resources.files("rungbench.designs") / "e020_e021.toml").read_text(encoding="utf-8")
+    path = tmp_path / "e020_e021.toml"
+    path.write_text(text.replace("width = 5\n", "width = 1\n", 1), encoding="utf-8")
+    code, out, _ = _invoke(["audit", "e020", "--file", str(path), "--json"])
+    assert code == 1
+    assert "oracle_lists_nest" in json.loads(out)["failed"]

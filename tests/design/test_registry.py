@@ -20,7 +20,8 @@ from rungbench.evidence.canonical import digest
 
 # Frozen digests of the registered presets: a change to any registered constant must
 # change these, and the change must be deliberate (update here with the reason).
-A105_DIGEST = "sha256:f528f004502ccc2f13a3bd283f76c4ae4f6cdac3713ff6d450822c6f684d78a9"
+# A105 changed when gate 3's materiality rules moved into its [analysis.material] table.
+A105_DIGEST = "sha256:f16522273e25c1dcba90dfc59a785531a0d14514ae15bd665adbf9f1b3b91f1a"
 E023_DIGEST = "sha256:4e49232c6caf2f760523eda28e16bc43be34c5f894191ba0ad77b2ee9bb65d84"
 
 

@@ -21,6 +21,7 @@ from rungbench.chess.labels.idle import IdleGate, default_max_load, valid_max_lo
 from rungbench.chess.labels.label import run_label_stage
 from rungbench.chess.labels.pool import (
     MAX_LEGAL_MOVES,
+    PlySampling,
     PoolConfig,
     PoolSource,
     bundled_data_dir,
@@ -29,7 +30,16 @@ from rungbench.chess.labels.pool import (
 from rungbench.chess.labels.qualify import DEFAULT_COHORTS, preflight, qualify
 from rungbench.chess.labels.stability import MIN_LINES
 from rungbench.chess.workspace import Workspace
-from rungbench.cli._common import JSON_OPTION, SEED_MAX, console, emit_json, progress_bar, run
+from rungbench.cli._common import (
+    JSON_OPTION,
+    SEED_MAX,
+    choice,
+    console,
+    emit_json,
+    progress_bar,
+    run,
+)
+from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
 
 app = typer.Typer(
     help="Chess (seeds 000-002): A104 transcript census, recorded games, engine-blind pool, "
@@ -50,6 +60,8 @@ PUZZLES_OPTION = typer.Option(None, help="Lichess puzzle CSV (default: bundled).
 GAMES_OPTION = typer.Option(None, help="JSON Lines of PGN games (default: bundled).")
 PATHS_ARGUMENT = typer.Argument(..., help="PGN, game JSON, JSONL or transcript files.")
 ENGINE_OPTION = typer.Option(DEFAULT_ENGINE, help="UCI engine binary.")
+GAME_KINDS = ("pgn_jsonl", "pgn_plies")
+"""How the games file enters the pool (:data:`rungbench.chess.labels.pool.SourceKind`)."""
 
 
 def _max_load(value: float) -> float:
@@ -80,17 +92,34 @@ def pool_freeze(
     seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed of the split hash."),
     min_width: int = typer.Option(10, min=MIN_LINES, max=MAX_LEGAL_MOVES,
                                   help="Minimum legal root moves (top-10 needs at least 10)."),
+    source_kind: str = typer.Option("pgn_jsonl", "--source-kind",
+                                    callback=choice(GAME_KINDS),
+                                    help="Games as final positions (pgn_jsonl) or every "
+                                    "sampled ply along them (pgn_plies)."),
+    from_move: int | None = typer.Option(None, "--from-move", min=1,
+                                         help="pgn_plies: first full-move number kept "
+                                         "(default 8)."),
+    stride: int | None = typer.Option(None, "--stride", min=1,
+                                      help="pgn_plies: keep every N-th ply (default 1)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing pool."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Freeze the engine-blind pool (no engine is opened); an existing pool needs --force."""
+    if source_kind != "pgn_plies" and (from_move is not None or stride is not None):
+        raise typer.BadParameter("--from-move and --stride apply only to --source-kind "
+                                 "pgn_plies", param_hint="--source-kind")
+    default = PlySampling()
+    sampling = PlySampling(from_move=default.from_move if from_move is None else from_move,
+                           stride=default.stride if stride is None else stride)
+
     def action() -> dict[str, Any]:
         data = bundled_data_dir()
         sources = [
             PoolSource("lichess_puzzles", puzzles or data / "lichess_puzzles" / "puzzles.csv",
                        puzzle_limit),
-            PoolSource("pgn_jsonl", games or data / "kaggle_chess_positions"
-                       / "filtered_chess_positions.jsonl", games_limit),
+            PoolSource("pgn_plies" if source_kind == "pgn_plies" else "pgn_jsonl",
+                       games or data / "kaggle_chess_positions"
+                       / "filtered_chess_positions.jsonl", games_limit, sampling=sampling),
         ]
         config = PoolConfig(seed=seed, min_width=min_width, reserve=reserve)
         return freeze_pool(Workspace(work), sources, config, force=force)
@@ -146,15 +175,22 @@ def label_run(
     engine: Path = ENGINE_OPTION,
     max_load: float = typer.Option(default_max_load(), callback=_max_load,
                                    help="Idle gate: max 1-minute load (finite, >= 0)."),
+    executor: str = EXECUTOR_OPTION,
+    ray_address: str | None = RAY_ADDRESS_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run or resume the two-pass label stage and publish it all or nothing."""
     config = LabelConfig(engine=EngineConfig(path=engine, nodes=nodes, hash_mb=hash_mb),
                          cohorts=tuple(cohort),
                          workers=workers)
+    kind = executor_kind(executor, ray_address)
 
     def action() -> dict[str, Any]:
-        return run_label_stage(Workspace(work), config, IdleGate(max_load=max_load), progress)
+        from rungbench.execute.executors import executor_for
+
+        with executor_for(kind, address=ray_address, workers=workers) as pool:
+            return run_label_stage(Workspace(work), config, IdleGate(max_load=max_load),
+                                   progress, executor=pool)
 
     with progress_bar("labelling", quiet=as_json) as progress:
         summary = run(action, as_json=as_json)

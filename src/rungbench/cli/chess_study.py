@@ -1,10 +1,11 @@
-"""`rungbench chess study freeze|bind|authorize|run|evaluate|status`: the study pipeline.
+"""`rungbench chess study freeze|bind|authorize|run|evaluate|status|analyze`: the study pipeline.
 
 Each step is content-addressed, resumable and refuses on stale inputs
 (:mod:`rungbench.chess.studies.study`). ``run --planted NAME`` serves a planted-mechanism
 agent on a loopback OpenAI-compatible server and sends through the real ``openai``
 client; without it the run goes to ``--base-url`` with the key in ``--api-key-env``.
-``analyze`` belongs to the analysis stage and is not part of this module.
+``analyze`` joins a binding's runs and evaluations into its cell table and publishes the
+analysis (:func:`rungbench.chess.studies.study.analyze`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typer
 from rich.table import Table
 
 from rungbench.cli._common import JSON_OPTION, choice, console, emit_json, progress_bar, run
+from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
 
 STUDY_OPTION = typer.Option(..., "--study", help="Study directory.")
 STAGE_OPTION = typer.Option(..., "--stage", help="Published label stage directory.")
@@ -38,6 +40,7 @@ def register(app: typer.Typer) -> None:
     study_app.command("run")(run_cmd)
     study_app.command("evaluate")(evaluate_cmd)
     study_app.command("status")(status_cmd)
+    study_app.command("analyze")(analyze_cmd)
     app.add_typer(study_app, name="study")
 
 
@@ -129,35 +132,56 @@ def run_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
                                                help="Serve a planted agent on loopback."),
             seed: int = typer.Option(0, min=0, max=2**31 - 1, help="Planted agent seed."),
             probe: bool = typer.Option(False, "--probe", help="Run the shortlist probe."),
+            shortlist_from: str | None = typer.Option(
+                None, "--shortlist-from", help="Probe run id: run the self-shortlist choice."),
             concurrency: int = typer.Option(4, min=1, max=64, help="Cells in flight."),
+            executor: str = EXECUTOR_OPTION,
+            ray_address: str | None = RAY_ADDRESS_OPTION,
             as_json: bool = JSON_OPTION) -> None:
     """Run (or resume) one model × route of a binding through the runner, under budget."""
+    from functools import partial
+
     from rungbench.agents.openai_provider import OpenAIProvider
     from rungbench.chess.studies import study as st
     from rungbench.chess.studies.bindings import load_binding
     from rungbench.chess.studies.ladder import schedule_for
-    from rungbench.chess.studies.planted import loopback_provider, planted_agent
+    from rungbench.chess.studies.planted import LOOPBACK_KEY_ENV, loopback_provider, planted_agent
+    from rungbench.execute.executors import WorkerAgent, executor_for
 
     if planted is None and base_url is None:
         raise typer.BadParameter("give --base-url (a provider) or --planted (loopback)",
                                  param_hint="--base-url")
+    if probe and shortlist_from is not None:
+        raise typer.BadParameter("--probe and --shortlist-from are separate runs; give one",
+                                 param_hint="--shortlist-from")
+    kind = executor_kind(executor, ray_address)
+    key = "loopback-planted"  # the loopback server's own key (public, not a secret)
+
+    def send(provider: OpenAIProvider, pool: Any, progress: Any) -> dict[str, Any]:
+        environ = None if planted is None else {LOOPBACK_KEY_ENV: key}
+        recipe = partial(OpenAIProvider, model, base_url=provider.base_url,
+                         api_key_env=provider.api_key_env, environ=environ)
+        return st.run_study(study, stage, binding, model=model, route=route,
+                            agent=provider if pool is None else WorkerAgent(provider, recipe),
+                            authorization=authorization, concurrency=concurrency,
+                            progress=progress, probe=probe, shortlist_from=shortlist_from,
+                            executor=pool)
 
     def action() -> dict[str, Any]:
-        with progress_bar("cells", quiet=as_json) as progress:
+        with progress_bar("cells", quiet=as_json) as progress, executor_for(
+                kind, address=ray_address, workers=concurrency) as pool:
             if planted is None:
                 assert base_url is not None
-                provider = OpenAIProvider(model, base_url=base_url, api_key_env=api_key_env)
-                return st.run_study(study, stage, binding, model=model, route=route,
-                                    agent=provider, authorization=authorization,
-                                    concurrency=concurrency, probe=probe, progress=progress)
+                return send(OpenAIProvider(model, base_url=base_url, api_key_env=api_key_env),
+                            pool, progress)
             manifest = st.current_manifest(study, stage)
             schedule = schedule_for(load_binding(study, binding, manifest), manifest, model,
-                                    route, probe=probe)
+                                    route, probe=probe, shortlist_from=None if shortlist_from
+                                    is None else st.runs_dir(study) / shortlist_from)
             with loopback_provider(planted_agent(planted, seed=seed),
-                                   [c.request for c in schedule], model=model) as provider:
-                return st.run_study(study, stage, binding, model=model, route=route,
-                                    agent=provider, authorization=authorization,
-                                    concurrency=concurrency, probe=probe, progress=progress)
+                                   [c.request for c in schedule], model=model,
+                                   key=key) as provider:
+                return send(provider, pool, progress)
 
     summary = run(action, as_json=as_json)
     emit_json(summary) if as_json else _show("study run", summary)
@@ -169,19 +193,29 @@ def evaluate_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
                                                   help="Depth (default: registered)."),
                  workers: int = typer.Option(1, min=1, max=2, help="Evaluator processes."),
                  force: bool = typer.Option(False, "--force", help="Replace an evaluation."),
+                 max_load: float | None = typer.Option(None, min=0.0,
+                                                       help="Idle gate: max 1-minute load."),
+                 executor: str = EXECUTOR_OPTION,
+                 ray_address: str | None = RAY_ADDRESS_OPTION,
                  as_json: bool = JSON_OPTION) -> None:
     """Score a study run with the different-family evaluator (Ethereal)."""
-    from rungbench.chess.labels.idle import IdleGate
+    from rungbench.chess.labels.idle import IdleGate, default_max_load
     from rungbench.chess.studies import study as st
     from rungbench.chess.studies.evaluation import StageOptions, evaluate_run
     from rungbench.chess.studies.evaluator import EvaluatorConfig
+    from rungbench.execute.executors import executor_for
+
+    kind = executor_kind(executor, ray_address)
 
     def action() -> dict[str, Any]:
         st.current_manifest(study, stage)
         options = StageOptions(cache=study / "evaluation-cache",
                                out=study / "evaluations" / run_id, workers=workers, force=force)
-        return evaluate_run(st.runs_dir(study) / run_id, stage, EvaluatorConfig(depth=depth),
-                            options, IdleGate())
+        with executor_for(kind, address=ray_address, workers=workers) as pool:
+            return evaluate_run(st.runs_dir(study) / run_id, stage,
+                                EvaluatorConfig(depth=depth), options,
+                                IdleGate(max_load=default_max_load() if max_load is None
+                                         else max_load), executor=pool)
 
     summary = run(action, as_json=as_json)
     emit_json(summary) if as_json else _show("evaluation published", summary)
@@ -205,3 +239,29 @@ def status_cmd(study: Path = STUDY_OPTION, as_json: bool = JSON_OPTION) -> None:
         for row in rows:
             table.add_row(*(str(v) for v in row.values()))
         console.print(table)
+
+
+def analyze_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
+                binding: str | None = typer.Option(None, "--binding",
+                                                   help="Binding digest or prefix (default: "
+                                                   "every binding with runs)."),
+                proxy: str | None = typer.Option(None, "--proxy", callback=lambda v: v and
+                                                 choice(("stockfish",))(v),
+                                                 help="stockfish: the labelled internal proxy."),
+                n_boot: int = typer.Option(2000, "--n-boot", min=100, max=100_000,
+                                           help="Cluster-bootstrap resamples."),
+                force: bool = typer.Option(False, "--force", help="Replace an analysis."),
+                as_json: bool = JSON_OPTION) -> None:
+    """Join runs and evaluations into the cell table, analyse it, publish it and print it."""
+    from rungbench.chess.studies import study as st
+    from rungbench.chess.studies.analysis import Settings
+
+    doc = run(lambda: st.analyze(study, stage, binding=binding, proxy=proxy,
+                                 settings=Settings(n_boot=n_boot), force=force),
+              as_json=as_json)
+    if as_json:
+        emit_json(doc)
+        return
+    for one in doc.get("analyses", [doc]):
+        console.print((Path(one["out"]) / "analysis.md").read_text(encoding="utf-8"),
+                      markup=False, highlight=False, soft_wrap=True)

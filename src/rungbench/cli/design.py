@@ -1,7 +1,8 @@
 """`rungbench design ...`: registered design presets and their outcome-blind audits.
 
-``design list`` prints every preset with its digest; ``design audit a105|e023`` prints
-the audit's figures beside the seed's and its exact-balance checks, exiting 1 when a
+``design list`` prints every preset with its digest; ``design audit a105|e023|e020|e022``
+prints the audit's figures beside the seed's and its checks (exact balance; for the
+E020/E021 ladder and E022 falsifiers the rendered candidate lists), exiting 1 when a
 check fails. Under ``--json`` each prints exactly one JSON document.
 """
 
@@ -42,7 +43,7 @@ def list_designs(as_json: bool = JSON_OPTION) -> None:
 
 @app.command("audit")
 def audit(
-    name: str = typer.Argument(..., help="Design to audit: a105 or e023."),
+    name: str = typer.Argument(..., help="Design to audit: a105, e023, e020 (= e021) or e022."),
     file: Path | None = FILE_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:

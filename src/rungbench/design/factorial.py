@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
 
+from rungbench.design.registry import require
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.stats import PairedDelta, factorial_2x2, factorial_2x2_paired, holm
 from rungbench.stats.factorial import FactorialEstimands, FactorialIntervals
@@ -222,29 +223,53 @@ class MaterialRules:
     order, provider route, equal-position versus equal-source-game weighting,
     position-cluster sensitivity, or maximal-regret attrition bounds" and that
     "differential attrition or a sign reversal under those bounds blocks the causal
-    headline". rungbench registers material as follows (defaults below).
+    headline". The values are registered in the preset's ``[analysis.material]`` table
+    (``designs/a105.toml``), so the preset digest covers them (:meth:`from_table`).
     """
 
-    subset_sensitivities: tuple[str, ...] = ("panel_order", "provider_route")
+    subset_sensitivities: tuple[str, ...]
     """Sensitivities that re-estimate on a subset of cells (one panel order, one route):
     material when any subset's point estimate is not a benefit (≤ ``min_benefit``)."""
-    full_sensitivities: tuple[str, ...] = ("equal_source_game_weighting",
-                                           "position_cluster")
+    full_sensitivities: tuple[str, ...]
     """Sensitivities on the full data (another weighting, another cluster): material when
     the interval no longer lies wholly on the beneficial side of ``min_benefit``."""
-    bound_sensitivities: tuple[str, ...] = ("attrition_best", "attrition_worst")
+    bound_sensitivities: tuple[str, ...]
     """Maximal-regret attrition bounds: material when either bound's point estimate is not
     a benefit (a sign reversal under the bounds)."""
-    min_benefit: float = 0.0
+    min_benefit: float
     """Benefit at or below which an estimate counts as reversed (WDL regret units)."""
-    attrition_spread: float = 0.02
+    attrition_spread: float
     """Differential attrition: the largest minus the smallest condition hazard of one
     model and split exceeds this share …"""
-    attrition_alpha: float = 0.05
+    attrition_alpha: float
     """… and the chi-square test of equal hazards across conditions rejects at this level."""
-    min_subset_positions: int = 10
+    min_subset_positions: int
     """A subset sensitivity with fewer complete positions than this is *unsupported*,
     which is material too (an untestable sensitivity cannot clear the gate)."""
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any], *, source: str,
+                   prefix: str = "analysis.material") -> MaterialRules:
+        """Parse a preset's ``[analysis.material]`` table (every key required, typed)."""
+        def get(key: str, kind: type | tuple[type, ...]) -> Any:
+            return require(table, key, kind, source=source, prefix=prefix)
+
+        unknown = sorted(set(table) - {f.name for f in fields(cls)})
+        if unknown:
+            raise InputError(f"unknown key {unknown[0]!r}", path=source,
+                             field=f"{prefix}.{unknown[0]}")
+        rules = cls(tuple(get("subset_sensitivities", list)),
+                    tuple(get("full_sensitivities", list)),
+                    tuple(get("bound_sensitivities", list)),
+                    float(get("min_benefit", (int, float))),
+                    float(get("attrition_spread", (int, float))),
+                    float(get("attrition_alpha", (int, float))),
+                    int(get("min_subset_positions", int)))
+        if not (0.0 <= rules.attrition_spread <= 1.0 and 0.0 < rules.attrition_alpha < 1.0
+                and rules.min_subset_positions >= 2):
+            raise InputError("attrition_spread must be in [0, 1], attrition_alpha in (0, 1) "
+                             "and min_subset_positions >= 2", path=source, field=prefix)
+        return rules
 
     def to_json(self) -> dict[str, Any]:
         """Return the rules as a JSON-ready mapping."""
@@ -254,10 +279,6 @@ class MaterialRules:
                 "min_benefit": self.min_benefit, "attrition_spread": self.attrition_spread,
                 "attrition_alpha": self.attrition_alpha,
                 "min_subset_positions": self.min_subset_positions}
-
-
-A105_MATERIAL = MaterialRules()
-"""rungbench's registration of "material" for A105 gate 3 (see :class:`MaterialRules`)."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rungbench.design.factorial import GateRules
+from rungbench.design.factorial import GateRules, MaterialRules
 from rungbench.design.latin import Cell, latin_schedule
 from rungbench.design.registry import RegisteredDesign, load_design, require
 from rungbench.errors import InputError
@@ -63,6 +63,9 @@ class FactorialDesign:
     """Renderer constants (mask character, separators)."""
     seed_figures: dict[str, float]
     """Figures the seed prints, for side-by-side reports."""
+    material: MaterialRules | None = None
+    """What counts as a material reversal (``[analysis.material]``; None when the preset
+    registers none, and then no gate-3 analysis can run on it)."""
 
     @property
     def condition_names(self) -> tuple[str, ...]:
@@ -176,7 +179,9 @@ def factorial_design(reg: RegisteredDesign | None = None) -> FactorialDesign:
         mde_sds=tuple(float(x) for x in m("paired_sd", list)),
         planned_cells=s("planned_cells", int),
         planned_requests_per_model=s("planned_requests_per_model", int),
-        panels=dict(reg.section("panels")), seed_figures=_figures(reg))
+        panels=dict(reg.section("panels")), seed_figures=_figures(reg),
+        material=MaterialRules.from_table(a("material", dict), source=src)
+        if "material" in analysis else None)
 
 
 def arms_design(reg: RegisteredDesign | None = None) -> ArmsDesign:

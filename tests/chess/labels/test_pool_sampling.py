@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from rungbench.chess.labels.pool import (
     PlySampling,
@@ -12,10 +17,13 @@ from rungbench.chess.labels.pool import (
     PoolSource,
     build_pool,
     bundled_data_dir,
+    freeze_pool,
     read_pgn_jsonl,
     read_pgn_plies,
 )
 from rungbench.chess.position import board_from_fen
+from rungbench.chess.workspace import Workspace
+from rungbench.cli.chess import app as chess_app
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import digest, file_digest
 
@@ -75,3 +83,38 @@ def test_bad_sampling_rule_is_an_input_error(bad: dict[str, int]) -> None:
     with pytest.raises(InputError) as err:
         PlySampling(**bad)
     assert err.value.field in bad
+
+
+def test_cli_plies_freeze_equals_the_library_freeze(tmp_path: Path) -> None:
+    """`pool freeze --source-kind pgn_plies --from-move 10 --stride 2` = freeze_pool, bytes."""
+    args = ["pool", "freeze", "--work", str(tmp_path / "cli"), "--puzzle-limit", "20",
+            "--games-limit", "6", "--reserve", "0", "--source-kind", "pgn_plies",
+            "--from-move", "10", "--stride", "2", "--json"]
+    result = CliRunner().invoke(chess_app, args)
+    assert result.exit_code == 0, result.output
+    sources = [PoolSource("lichess_puzzles", PUZZLES, 20),
+               PoolSource("pgn_plies", GAMES, 6, sampling=PlySampling(from_move=10, stride=2))]
+    summary = freeze_pool(Workspace(tmp_path / "lib"), sources, PoolConfig(reserve=0))
+    cli_pool = Workspace(tmp_path / "cli").pool.read_bytes()
+    assert cli_pool == Workspace(tmp_path / "lib").pool.read_bytes()
+    assert json.loads(result.stdout)["digest"] == summary["digest"]
+    assert b'"sampling":{"from_move":10,"stride":2}' in cli_pool
+
+
+@pytest.mark.parametrize(("args", "names"), [
+    (["--source-kind", "pgn_plies", "--from-move", "0"], "--from-move"),
+    (["--source-kind", "pgn_plies", "--stride", "-1"], "--stride"),
+    (["--source-kind", "pgn_plies", "--stride", "two"], "--stride"),
+    (["--source-kind", "plies"], "--source-kind"),
+    (["--stride", "2"], "--source-kind"),
+])
+def test_bad_plies_options_are_one_line_usage_errors(tmp_path: Path, args: list[str],
+                                                     names: str) -> None:
+    """A bad pgn_plies option exits 2 in one line naming it, before anything is written."""
+    done = subprocess.run([sys.executable, "-c", "from rungbench.cli import main; main()",
+                           "chess", "pool", "freeze", "--work", str(tmp_path / "ws"), *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0], lines
+    assert not (tmp_path / "ws").exists()

@@ -137,3 +137,20 @@ def test_a_missing_registered_model_keeps_the_holm_family_at_four() -> None:
     assert not fam["deepseek-v4-flash:board"]["rejected"]
     assert fam["luna:board"]["holm_p"] >= 2 * fam["luna:board"]["p"]
 
+
+
+def test_two_routes_of_one_model_are_averaged_per_cell_not_overwritten() -> None:
+    """A model sent through two routes has two cells per (position, condition, order); the
+    position's R(B, L) is their mean, so neither route's cells are silently dropped."""
+    from rungbench.chess.studies.analysis import _units
+
+    table = planted({"luna": PlantedA105("board_limited")})
+    rows = [r for r in table.rows if r.model == "luna" and r.split == "held_out"]
+    other = [r.model_copy(update={"cell": f"b/{r.cell}", "route": "route-b",
+                                  "regret": None if r.regret is None else 0.0})
+             for r in rows]
+    one = _units(rows)
+    both = _units(rows + other)
+    assert both.positions == one.positions
+    expected = np.where(np.isnan(one.cells), np.nan, one.cells / 2)
+    assert np.allclose(both.cells, expected, equal_nan=True)

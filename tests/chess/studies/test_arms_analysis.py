@@ -79,3 +79,25 @@ def test_stage_document_carries_labels_and_refuses_a_wrong_preset() -> None:
                               games=5, design_digest=digest({"other": "preset"}))
     with pytest.raises(Refusal, match="manifest_mismatch"):
         analyze_table(build_table(header, list(enumerate(rows, start=2))), SETTINGS)
+
+
+def test_e022_successor_arm_that_repairs_selection_is_seen() -> None:
+    """E022: a successor arm that lifts S from 0.35 to 0.80 shows S and regret gains over
+    the bare top-5; a reply arm equal to the control shows none."""
+    from rungbench.chess.studies.planted_tables import e022_table
+
+    e022 = load_design("e022").digest
+    header, rows = e022_table({"oracle_top5": 0.35, "successor_top5": 0.80,
+                               "reply_top5": 0.35}, seed=3, design_digest=e022)
+    doc = analyze_table(build_table(header, list(enumerate(rows, start=2))), SETTINGS)
+    (profile,) = doc["stages"]
+    f = profile["figures"]
+    assert profile["label"] == "falsifier arms (no stage label)"
+    assert f["coverage:oracle_top5"]["estimate"] == 1.0
+    lift = f["selection_minus_control:successor_top5"]
+    assert lift["low"] < 0.45 < lift["high"] and lift["low"] > 0
+    reply = f["selection_minus_control:reply_top5"]
+    assert reply["low"] < 0 < reply["high"]
+    contrasts = profile["paired_regret_contrasts"]
+    assert set(contrasts) == {"successor_top5-oracle_top5", "reply_top5-oracle_top5"}
+    assert contrasts["successor_top5-oracle_top5"]["low"] > 0

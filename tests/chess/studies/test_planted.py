@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import chess
+from rungbench.agents.loopback import Fault
+from rungbench.agents.protocol import Request
 from rungbench.chess.studies.panels import a105_request, render_prompt
 from rungbench.chess.studies.planted import (
     A105_MECHANISMS,
@@ -16,6 +18,7 @@ from rungbench.chess.studies.planted import (
     PanelAgent,
     SoftmaxSelector,
     TwoStageAgent,
+    condition_drops,
     panels_shown,
     planted_agent,
 )
@@ -73,3 +76,42 @@ def test_every_registered_name_builds_and_unknown_refuses() -> None:
     assert {planted_agent(n).name.split(":", 1)[1] for n in PLANTED_NAMES} == set(PLANTED_NAMES)
     with pytest.raises(InputError):
         planted_agent("a105:psychic")
+
+
+def test_reversed_order_makes_the_panel_hurt_in_that_order() -> None:
+    """With reversed_order, the board panel lowers P(best) in that order and lifts it in the
+    other: 0.95 / 0.30 board-first, 0.05 / 0.30 legal-list-first."""
+    agent = PanelAgent("board_limited", base=0.3, lift=0.65, reversed_order="legal_list_first",
+                       reversal=0.25)
+    conditions = {c.name: c for c in factorial_design().conditions}
+    for order, name, want in (("board_first", "board_only", 0.95),
+                              ("board_first", "no_information", 0.30),
+                              ("legal_list_first", "board_only", 0.05),
+                              ("legal_list_first", "no_information", 0.30)):
+        hits = 0
+        for i in range(400):
+            req = a105_request(f"c{i}", render_prompt(
+                chess.Board(FEN).fen().replace(" 4 4", f" 4 {4 + i}"), conditions[name], order))
+            req = replace(req, metadata={**req.metadata, "best_moves": [BEST]})
+            hits += json.loads(agent.respond(req).tool_calls[0].arguments)["move"] == BEST
+        assert abs(hits / 400 - want) < 0.08, (order, name, hits)
+    with pytest.raises(InputError):
+        PanelAgent("board_limited", base=0.1, reversal=0.2)
+
+
+def test_condition_drops_hit_one_condition_at_a_seeded_share_of_positions() -> None:
+    """Drops depend on (seed, position key) only: both orders of a hit position fail, no
+    other condition ever does, and about ``share`` of positions are hit."""
+    drop = condition_drops("board_only", 0.25, seed=3)
+    keys = [f"k{i}" for i in range(800)]
+
+    def request(condition: str, key: str, order: str) -> Request:
+        return Request(case_id=f"{key}:{condition}:{order}", messages=(),
+                       metadata={"condition": condition, "key": key})
+
+    hit = [drop(request("board_only", k, "board_first")) is Fault.DROP for k in keys]
+    assert hit == [drop(request("board_only", k, "legal_list_first")) is Fault.DROP
+                   for k in keys]
+    assert abs(sum(hit) / len(keys) - 0.25) < 0.05
+    assert all(drop(request(c, k, "board_first")) is None for k in keys[:50]
+               for c in ("no_information", "legal_list_only", "board_plus_legal_list"))

@@ -23,7 +23,9 @@ the null's MDE envelope or the blocking gate; ``analysis_report`` the document b
 Study binding (seeds 000–002, "the final 600-position manifest"): ``manifest`` freezes the
 quota-stratified manifest from a verified label stage; ``bindings`` binds a registered
 design to it as a content-addressed object; ``budget`` holds the frozen provider-budget
-authorization a run must be covered by; ``ladder`` renders every design's cells and the
-E020/E021 estimands; ``planted`` the planted-mechanism agents served on loopback;
+authorization a run must be covered by; ``ladder`` renders every design's cells (the
+self-shortlist choice stage from a verified probe run included) and the E020/E021
+estimands; ``ladder_audit`` the outcome-blind E020/E021 and E022 rendering audit behind
+``rungbench design audit e020|e022``; ``planted`` the planted-mechanism agents served on loopback;
 ``study`` the freeze → bind → run → evaluate → status chain.
 """

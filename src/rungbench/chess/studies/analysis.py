@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from rungbench.chess.studies.cells import (
     CellTable,
     subset_digest,
 )
-from rungbench.design.factorial import A105_MATERIAL, MaterialRules
+from rungbench.design.factorial import MaterialRules
 from rungbench.errors import InputError
 from rungbench.stats import clopper_pearson, cluster_tests, holm_adjust
 from rungbench.stats.bootstrap import MeanTest
@@ -65,8 +65,9 @@ class Settings:
     """Two-sided error rate of intervals (and of the Holm family)."""
     seed: int = 0
     """Seed of every bootstrap (each analysis derives its own stream from it)."""
-    material: MaterialRules = A105_MATERIAL
-    """What counts as a material reversal (gate 3)."""
+    material: MaterialRules | None = None
+    """What counts as a material reversal (gate 3); None: the registered A105 preset's
+    ``[analysis.material]`` (:func:`material_of`)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,28 @@ class Estimate:
         """Return the estimate as a JSON-ready mapping."""
         return {"analysis": self.analysis, "estimand": self.estimand, **self.test.to_json(),
                 "n_positions": self.test.n, "n_games": self.n_games, "source": self.source}
+
+
+def material_of(settings: Settings) -> MaterialRules:
+    """The settings' materiality rules, or the registered A105 preset's."""
+    if settings.material is not None:
+        return settings.material
+    from rungbench.design.presets import factorial_design
+
+    rules = factorial_design().material
+    if rules is None:
+        raise InputError("the registered a105 preset has no [analysis.material] table",
+                         field="analysis.material")
+    return rules
+
+
+def with_material(settings: Settings, rules: MaterialRules | None) -> Settings:
+    """``settings`` with ``rules`` filled in when it names none."""
+    if settings.material is not None:
+        return settings
+    if rules is None:
+        return replace(settings, material=material_of(settings))
+    return replace(settings, material=rules)
 
 
 def stream(settings: Settings, *labels: str) -> np.random.Generator:
@@ -124,15 +147,22 @@ def _cell_array(rows: Sequence[CellRow], orders: Sequence[str]
     positions = sorted({r.position for r in rows})
     index = {p: i for i, p in enumerate(positions)}
     games = {r.position: r.source_game for r in rows}
-    values = np.full((len(positions), 4, len(orders)), np.nan)
+    sums = np.zeros((len(positions), 4, len(orders)))
+    counts = np.zeros((len(positions), 4, len(orders)))
     members: dict[str, list[CellRow]] = {p: [] for p in positions}
     for r in rows:
         if r.panel_order is None or r.panel_order not in orders:
             continue
         members[r.position].append(r)
         if r.regret is not None:
-            values[index[r.position], CELL_ORDER.index(r.condition),
-                   list(orders).index(r.panel_order)] = r.regret
+            at = (index[r.position], CELL_ORDER.index(r.condition),
+                  list(orders).index(r.panel_order))
+            sums[at] += r.regret
+            counts[at] += 1
+    # one model sent through several routes has one cell per route at each (position,
+    # condition, order): the position's cell value is their mean (equal route weighting)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return positions, games, values, members
 
 
@@ -213,7 +243,7 @@ def a105_result(rows: Sequence[CellRow], model: str, split: str,
     primary = _factorial(_units(rows), "primary", settings, label=tag)
     return A105Result(model, split, _cell_means(rows), primary,
                       _sensitivities(rows, settings, tag), _legal_only(rows),
-                      attrition(rows, settings.material), _catastrophic(rows))
+                      attrition(rows, material_of(settings)), _catastrophic(rows))
 
 
 def _sensitivities(rows: Sequence[CellRow], settings: Settings,
@@ -283,7 +313,7 @@ def catastrophic_rate(rows: Sequence[CellRow], alpha: float = 0.05) -> dict[str,
     return out
 
 
-def attrition(rows: Sequence[CellRow], rules: MaterialRules = A105_MATERIAL) -> dict[str, Any]:
+def attrition(rows: Sequence[CellRow], rules: MaterialRules) -> dict[str, Any]:
     """Condition × route hazards, the differential-attrition call and support counts."""
     conditions = sorted({r.condition for r in rows})
     routes = sorted({r.route for r in rows})
@@ -312,7 +342,8 @@ def attrition(rows: Sequence[CellRow], rules: MaterialRules = A105_MATERIAL) -> 
                         "games": len({r.source_game for r in rows}),
                         "complete_positions": len(complete.positions),
                         "complete_games": len(set(complete.games))},
-            "missing": sum(1 for r in rows if r.is_reliability), "cells": len(rows)}
+            "missing": sum(1 for r in rows if r.is_reliability), "cells": len(rows),
+            "source": subset_digest(rows)}
 
 
 def _homogeneity_p(counts: Sequence[tuple[int, int]]) -> float:
@@ -349,7 +380,7 @@ class A105Analysis:
                                          **{k: v.to_json() for k, v in self.pooled.items()}},
                 "settings": {"n_boot": self.settings.n_boot, "alpha": self.settings.alpha,
                              "seed": self.settings.seed,
-                             "material": self.settings.material.to_json()}}
+                             "material": material_of(self.settings).to_json()}}
 
 
 def analyze_a105(table: CellTable, settings: Settings, *, primary_split: str = "held_out",
@@ -363,6 +394,7 @@ def analyze_a105(table: CellTable, settings: Settings, *, primary_split: str = "
     """
     if table.header.design_id != "A105":
         raise InputError(f"table carries {table.header.design_id}, not A105", field="design_id")
+    settings = with_material(settings, None)
     names = list(models) if models is not None else sorted({r.model for r in table.rows})
     results = {}
     for model in names:

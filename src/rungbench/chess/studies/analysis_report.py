@@ -13,13 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rungbench.chess.studies.analysis import FACTOR_ESTIMANDS, Settings, analyze_a105
-from rungbench.chess.studies.arms_analysis import analyze_e023, stage_profile
+from rungbench.chess.studies.analysis import (
+    FACTOR_ESTIMANDS,
+    Settings,
+    analyze_a105,
+    with_material,
+)
+from rungbench.chess.studies.arms_analysis import analyze_e023, falsifier_profile, stage_profile
 from rungbench.chess.studies.cells import CellTable
 from rungbench.chess.studies.gates import evaluate_gates
 from rungbench.chess.studies.wording import DOES_NOT_PROVE, word
 from rungbench.design.presets import FactorialDesign, arms_design, factorial_design
-from rungbench.design.registry import load_design
+from rungbench.design.registry import RegisteredDesign, load_design
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import canonical_bytes
 from rungbench.evidence.sealed import publish_dir
@@ -58,14 +63,15 @@ def check_evaluator(table: CellTable, proxy: str | None) -> str:
     return PROXY_LABEL if same else PRIMARY_LABEL
 
 
-def _check_design(table: CellTable) -> str:
+def _check_design(table: CellTable, preset: RegisteredDesign | None) -> str:
     h = table.header
     registered = {"A105": lambda: factorial_design().digest,
                   "E023": lambda: arms_design().digest,
-                  "E020_E021": lambda: load_design("e020_e021").digest}.get(h.design_id)
+                  "E020_E021": lambda: load_design("e020_e021").digest,
+                  "E022": lambda: load_design("e022").digest}.get(h.design_id)
     if registered is None:
         raise InputError(f"no registered preset for {h.design_id}", field="design_id")
-    expected = registered()
+    expected = preset.digest if preset is not None else registered()
     if h.design_digest != expected:
         raise Refusal([Reason("manifest_mismatch", f"the table's {h.design_id} digest is not "
                               "the registered preset's", "design_digest",
@@ -74,12 +80,19 @@ def _check_design(table: CellTable) -> str:
 
 
 def analyze_table(table: CellTable, settings: Settings | None = None, *,
-                  proxy: str | None = None, design: FactorialDesign | None = None
-                  ) -> dict[str, Any]:
-    """The whole analysis document of ``table`` (see the module docstring)."""
+                  proxy: str | None = None, design: FactorialDesign | None = None,
+                  preset: RegisteredDesign | None = None) -> dict[str, Any]:
+    """The whole analysis document of ``table`` (see the module docstring).
+
+    ``preset`` is the preset the study bound (e.g. a reduced-size variant): the table's
+    design digest must equal its digest instead of the registered preset's, and A105 reads
+    its gate rules and ``[analysis.material]`` from it.
+    """
     settings = settings or Settings()
     role = check_evaluator(table, proxy)
-    registered = _check_design(table)
+    registered = _check_design(table, preset)
+    if design is None and preset is not None and table.header.design_id == "A105":
+        design = factorial_design(preset)
     h = table.header
     bad = table.anomaly_counts()
     doc: dict[str, Any] = {
@@ -90,10 +103,15 @@ def analyze_table(table: CellTable, settings: Settings | None = None, *,
         "role": role, "cells": len(table.rows),
         "bad_input": {**bad, "rows": list(table.anomalies)}}
     if h.design_id == "A105":
-        doc["a105"] = _a105(table, settings, design or factorial_design(), role, bad)
+        design = design or factorial_design()
+        doc["a105"] = _a105(table, with_material(settings, design.material), design, role,
+                            bad)
     elif h.design_id == "E023":
         doc["e023"] = [analyze_e023(table, m, s, settings).to_json()
                        for m, s in _model_splits(table)]
+    elif h.design_id == "E022":
+        doc["stages"] = [falsifier_profile(table, m, s, settings).to_json()
+                         for m, s in _model_splits(table)]
     else:
         doc["stages"] = [stage_profile(table, m, s, settings).to_json()
                          for m, s in _model_splits(table)]
@@ -165,6 +183,7 @@ def markdown(doc: dict[str, Any]) -> str:
              f"{doc['labeller_family']} · {doc['cells']} cells", "",
              f"Bad input: unknown cells {doc['bad_input']['unknown_cell']}, duplicate cells "
              f"{doc['bad_input']['duplicate_cell']}.", ""]
+    lines += _md_inputs(doc.get("inputs"))
     if "a105" in doc:
         lines += _md_a105(doc["a105"])
     for stage in doc.get("stages", []):
@@ -172,6 +191,19 @@ def markdown(doc: dict[str, Any]) -> str:
     for result in doc.get("e023", []):
         lines += _md_e023(result)
     return "\n".join(lines) + "\n"
+
+
+def _md_inputs(inputs: dict[str, Any] | None) -> list[str]:
+    """The runs a study analysis joined, each with its manifest and evaluation digests."""
+    if not inputs:
+        return []
+    out = [f"Binding `{short(inputs['binding'])}` · manifest `{short(inputs['manifest'])}` · "
+           f"label stage `{short(inputs['label_stage'])}`", "",
+           "| run | model | route | part | cells | run manifest | evaluation |",
+           "|---|---|---|---|---|---|---|"]
+    out += [f"| {r['run_id']} | {r['model']} | {r['route']} | {r['part']} | {r['cells']} | "
+            f"`{short(r['manifest'])}` | `{short(r['evaluation'])}` |" for r in inputs["runs"]]
+    return [*out, ""]
 
 
 def _md_a105(a: dict[str, Any]) -> list[str]:
@@ -184,17 +216,27 @@ def _md_a105(a: dict[str, Any]) -> list[str]:
             out.append(f"| {name} | {_f(e['mean'])} | [{_f(e['low'])}, {_f(e['high'])}] | "
                        f"{e['p']:.4f} | {e['n_positions']} | {e['n_games']} | "
                        f"`{short(e['source'])}` |")
-        out += ["", "| condition | all requests | legal only (not randomized) | "
-                "catastrophic rate | source |", "|---|---|---|---|---|"]
+        out += ["", "| condition | all requests | source | legal only (not randomized) | "
+                "source | catastrophic rate | source |", "|---|---|---|---|---|---|---|"]
         for c, m in r["cell_means"].items():
             legal = r["legal_only"]["cells"][c]
-            cat = r["catastrophic"][c]["all"]
-            out.append(f"| {c} | {_f(m['mean_regret'], '.4f')} | "
-                       f"{_f(legal['mean_regret'], '.4f')} | {_f(cat['rate'], '.4f')} | "
-                       f"`{short(m['source'])}` |")
+            cat = r["catastrophic"][c]
+            out.append(f"| {c} | {_f(m['mean_regret'], '.4f')} | `{short(m['source'])}` | "
+                       f"{_f(legal['mean_regret'], '.4f')} | `{short(legal['source'])}` | "
+                       f"{_f(cat['all']['rate'], '.4f')} | `{short(cat['source'])}` |")
+        out += ["", "| sensitivity | estimand | benefit | 95% interval | positions | source |",
+                "|---|---|---|---|---|---|"]
+        for analysis, estimates in r["sensitivities"].items():
+            for name in ("main_b", "main_l", "interaction"):
+                e = estimates.get(name)
+                if e is not None:
+                    out.append(f"| {analysis} | {name} | {_f(e['mean'])} | [{_f(e['low'])}, "
+                               f"{_f(e['high'])}] | {e['n_positions']} | "
+                               f"`{short(e['source'])}` |")
         att = r["attrition"]
         out += ["", f"Attrition: {att['missing']}/{att['cells']} cells missing; condition "
                 f"hazards {', '.join(f'{k} {v:.3f}' for k, v in att['condition_hazards'].items())}"
+                f" (cells `{short(att['source'])}`)"
                 f"; chi-square p {att['homogeneity_p']:.4f}; differential "
                 f"{'yes' if att['differential'] else 'no'}; complete positions "
                 f"{att['support']['complete_positions']} in {att['support']['complete_games']}"
@@ -204,6 +246,8 @@ def _md_a105(a: dict[str, Any]) -> list[str]:
         gates = " ".join(f"{g['gate']}{'✓' if g['passed'] else '✗'}" for g in c["gates"])
         out += [f"**{c['model']} · {c['factor']}: {c['verdict']}** (gates {gates})", "",
                 c["text"], ""]
+        out += [f"- gate {g['gate']} {'passed' if g['passed'] else 'FAILED'}: {g['name']}"
+                + _gate_source(g) for g in c["gates"]] + [""]
         if c["verdict"] == "claim":
             out += ["It does not prove:", *[f"- {x}" for x in DOES_NOT_PROVE], ""]
     for factor, p in a["pooled_headline"].items():
@@ -213,6 +257,23 @@ def _md_a105(a: dict[str, Any]) -> list[str]:
                 + (f" at gate 7 for {', '.join(p['gate7_fails_for'])}"
                    if p['gate7_fails_for'] else ""), ""]
     return out
+
+
+def _gate_source(g: dict[str, Any]) -> str:
+    """A gate line's evidence figure and the digest it came from."""
+    ev = g["evidence"]
+    bits = []
+    for key in ("mean", "holm_p", "low"):
+        if isinstance(ev.get(key), float):
+            bits.append(f"{key} {ev[key]:+.4f}")
+    if ev.get("reversed_under"):
+        bits.append(f"reversed under {', '.join(ev['reversed_under'])}")
+    if ev.get("differential_attrition"):
+        bits.append("differential attrition")
+    if ev.get("reason"):
+        bits.append(str(ev["reason"]))
+    source = ev.get("source")
+    return (f" ({'; '.join(bits)})" if bits else "") + (f" `{short(source)}`" if source else "")
 
 
 def _md_stage(s: dict[str, Any]) -> list[str]:

@@ -7,6 +7,10 @@ registered paired regret contrasts (oracle_top2 − unaided, widths, omission), 
 Benjamini–Hochberg across them. A profile label needs both stages: one cell's score is
 never decomposed ("No single cell receives a psychological label").
 
+E022 (:func:`falsifier_profile`): successor-state and reply arms against the bare
+oracle top-5 at the same width — coverage, conditional selection, their difference and
+paired regret contrasts.
+
 E023 ("Hold the anchor and width fixed"): primary near_strong − far_tail WDL regret at
 two-sided alpha 0.05 (position clusters); secondaries — near_strong − mixed_tail, the
 catastrophic-blunder rate, proposer-rank-1 selection and order disagreement between the
@@ -71,7 +75,11 @@ LABEL_MEANING = {
     "selection-limited": "operational: the best move is usually in the candidate set but "
                          "often not chosen among available actions; not a claim about "
                          "cognition",
-    "mixed or undetermined": "the two stages' intervals do not separate"}
+    "mixed or undetermined": "the two stages' intervals do not separate",
+    "falsifier arms (no stage label)": "E022: selection with each candidate's resulting "
+                                       "position or the proposer's best reply, against the "
+                                       "same candidates bare; a falsifier for a pure "
+                                       "comparison account, not a stage label"}
 """What each stage-profile label means (seed 001: labels are operational shorthand)."""
 
 
@@ -163,12 +171,13 @@ def _arm_rates(rows: Sequence[CellRow], alpha: float) -> dict[str, dict[str, Any
         "source": subset_digest(group)}}
 
 
-def _arm_contrasts(rows: Sequence[CellRow], settings: Settings,
-                   model: str) -> dict[str, dict[str, Any]]:
+def _arm_contrasts(rows: Sequence[CellRow], settings: Settings, model: str,
+                   registered: Sequence[tuple[str, str]] = CONTRASTS_E020
+                   ) -> dict[str, dict[str, Any]]:
     """Registered paired regret contrasts (benefit of a over b), BH across them."""
     scored = {(r.condition, r.position): r for r in rows if r.regret is not None}
     tests: dict[str, tuple[MeanTest, str, int]] = {}
-    for a, b in CONTRASTS_E020:
+    for a, b in registered:
         pairs = [(scored[(b, p)], scored[(a, p)]) for (arm, p) in scored
                  if arm == a and (b, p) in scored]
         if len(pairs) < 2 or len({x.source_game for x, _ in pairs}) < 2:
@@ -184,6 +193,66 @@ def _arm_contrasts(rows: Sequence[CellRow], settings: Settings,
     return {name: {**t.to_json(), "meaning": "regret(b) − regret(a): positive = a lowers "
                    "regret", "bh_p": q, "n_games": g, "source": s}
             for (name, (t, s, g)), q in zip(tests.items(), adjusted, strict=True)}
+
+
+# ---------------------------------------------------------------------------- E022
+
+FALSIFIER_CONTROL = "oracle_top5"
+"""E022's fixed-width control arm (``designs/e022.toml``)."""
+FALSIFIER_ARMS = ("successor_top5", "reply_top5")
+"""E022's falsifier arms: each candidate with its resulting position, or with the
+proposer's best reply (seed 001, "What would distinguish ideas from vision?")."""
+
+
+def falsifier_profile(table: CellTable, model: str, split: str,
+                      settings: Settings) -> StageProfile:
+    """E022 at fixed width: per arm coverage of the shown list, conditional selection S,
+    S(falsifier) − S(control) on one shared cluster bootstrap, and the registered paired
+    regret contrasts (falsifier − control) under Benjamini–Hochberg.
+
+    The shown candidates are the same slice in every arm, so coverage is one figure per
+    arm and should agree; a falsifier that removes the selection deficit (S rises, regret
+    falls) displaces a pure comparison account (seed 001, "Outcomes that can prove us
+    wrong"). No stage-profile label: E022 has no coverage probe.
+    """
+    rows = [r for r in table.rows if r.model == model and r.split == split
+            and not r.is_reliability]
+    arms = [a for a in (FALSIFIER_CONTROL, *FALSIFIER_ARMS)
+            if any(r.condition == a and r.best_in_candidates for r in rows)]
+    if FALSIFIER_CONTROL not in arms:
+        raise Refusal([Reason("contrast_unsupported", f"{model}/{split}: no {FALSIFIER_CONTROL} "
+                              "cell shows a best move", "E022")], gate=GATE)
+    units = [r for r in rows if r.condition in arms]
+    ratios: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for arm in arms:
+        mine = np.array([float(r.condition == arm) for r in units])
+        shown = mine * np.array([float(bool(r.best_in_candidates)) for r in units])
+        ratios[f"coverage:{arm}"] = (shown, mine)
+        ratios[f"selection:{arm}"] = (shown * np.array([float(bool(r.chose_best))
+                                                        for r in units]), shown)
+    estimates, draws = cluster_ratio_draws(ratios, [r.source_game for r in units],
+                                           n_boot=settings.n_boot,
+                                           rng=stream(settings, "e022", model, split))
+    control = f"selection:{FALSIFIER_CONTROL}"
+    for arm in arms[1:]:
+        name = f"selection_minus_control:{arm}"
+        estimates[name] = estimates[f"selection:{arm}"] - estimates[control]
+        draws[name] = draws[f"selection:{arm}"] - draws[control]
+    figures: dict[str, dict[str, Any]] = {}
+    for name, value in estimates.items():
+        low, high, dropped = nan_interval(draws[name], settings.alpha)
+        arm = name.split(":")[-1]
+        group = [r for r in units if r.condition in (arm, FALSIFIER_CONTROL)
+                 if name.startswith("selection_minus") or r.condition == arm]
+        figures[name] = {"estimate": value, "low": low, "high": high,
+                         "dropped_resamples": dropped, "cells": len(group),
+                         "source": subset_digest(group)}
+    catastrophic = {arm: catastrophic_rate([r for r in rows if r.condition == arm],
+                                           settings.alpha) for arm in arms}
+    contrasts = _arm_contrasts(rows, settings, model,
+                               tuple((arm, FALSIFIER_CONTROL) for arm in FALSIFIER_ARMS))
+    return StageProfile(model, split, figures, "falsifier arms (no stage label)", contrasts,
+                        catastrophic)
 
 
 # ------------------------------------------------------------------------------ E023

@@ -114,6 +114,18 @@ def ladder_arms(reg: RegisteredDesign) -> list[dict[str, Any]]:
     return arms
 
 
+def ladder_slot_orders(seed: int, arms: list[dict[str, Any]], positions: int,
+                       ) -> dict[str, list[list[int]]]:
+    """Each arm's slot permutation per position: ``default_rng([seed, position, width])``."""
+    orders: dict[str, list[list[int]]] = {}
+    for arm in arms:
+        width = int(arm.get("width", 0))
+        orders[str(arm["name"])] = [
+            [int(x) for x in np.random.default_rng([seed, p, width]).permutation(width)]
+            for p in range(positions)]
+    return orders
+
+
 def ladder_realized(reg: RegisteredDesign, manifest: FrozenManifest) -> dict[str, Any]:
     """The E020/E021 (or E022) binding body: positions and each (position, arm) order.
 
@@ -127,12 +139,7 @@ def ladder_realized(reg: RegisteredDesign, manifest: FrozenManifest) -> dict[str
     models = require(sched, "models", list, source=reg.source, prefix="schedule")
     rows = _take(manifest, parts, None, str(reg.section("design").get("id", reg.name)))
     arms = ladder_arms(reg)
-    orders: dict[str, list[list[int]]] = {}
-    for arm in arms:
-        width = int(arm.get("width", 0))
-        orders[str(arm["name"])] = [
-            [int(x) for x in np.random.default_rng([seed, p, width]).permutation(width)]
-            for p in range(len(rows))]
+    orders = ladder_slot_orders(seed, arms, len(rows))
     probes = [str(t["name"]) for t in reg.document.get("probes", [])]
     return {"positions": [r["key"] for r in rows], "models": list(models),
             "arms": [str(a["name"]) for a in arms], "probes": probes, "slot_orders": orders}

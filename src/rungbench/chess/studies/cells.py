@@ -46,10 +46,12 @@ TABLE_SCHEMA: Literal["rungbench.chess.cell-table/1"] = "rungbench.chess.cell-ta
 GATE = "chess analysis input"
 """Gate name of input refusals."""
 
-DesignId = Literal["A105", "E020_E021", "E023"]
+DesignId = Literal["A105", "E020_E021", "E022", "E023"]
 """Designs a cell table may carry."""
-Split = Literal["development", "held_out"]
-"""The two analysed splits (training positions are excluded by the binding)."""
+Split = Literal["training", "development", "held_out"]
+"""The analysed splits. A105 and E023 bind development and held-out only; E020/E021 binds
+its whole registered 600-position sample, so its training rows are reported beside the
+others (primary claims rest on held-out positions only)."""
 CellOutcome = Literal["legal", "illegal", "malformed", "refusal", "missing", "provider_error",
                       "network_error", "timeout", "interrupted", "not_sent"]
 """The evaluated class of one cell (``rungbench.chess.studies.regret.CellClass``)."""
@@ -64,9 +66,11 @@ A105_CONDITIONS: dict[str, tuple[int, int]] = {
 """A105 condition → (B, L), as registered in ``designs/a105.toml``."""
 PANEL_ORDERS: tuple[str, ...] = ("board_first", "legal_list_first")
 """A105's universal panel orders."""
-E020_ARMS: tuple[str, ...] = ("unaided", "self_shortlist", "oracle_top2", "oracle_top5",
-                              "oracle_top10", "best_omitted")
+E020_ARMS: tuple[str, ...] = ("unaided", "self_shortlist", "self_shortlist_choice",
+                              "oracle_top2", "oracle_top5", "oracle_top10", "best_omitted")
 """The E020/E021 arms and probe, as registered in ``designs/e020_e021.toml``."""
+E022_ARMS: tuple[str, ...] = ("oracle_top5", "successor_top5", "reply_top5")
+"""The E022 falsifier arms and their fixed-width control, as in ``designs/e022.toml``."""
 PROBES: tuple[str, ...] = ("self_shortlist",)
 """Coverage probes: answered through ``submit_shortlist``, never scored for regret."""
 E023_ARMS: tuple[str, ...] = ("near_strong", "mid_band", "mixed_tail", "far_tail")
@@ -139,7 +143,7 @@ class CellRow(_Frozen):
     model: str = Field(min_length=1)
     """Model snapshot the cell was run against."""
     split: Split
-    """``development`` or ``held_out``."""
+    """``training``, ``development`` or ``held_out``."""
     condition: str = Field(min_length=1)
     """A105 condition name, or the E020/E021/E023 arm."""
     board: Literal[0, 1] | None = None
@@ -196,8 +200,9 @@ class CellRow(_Frozen):
             if self.condition not in E023_ARMS or self.presentation not in PRESENTATIONS:
                 raise ValueError(f"E023 cell needs an arm of {E023_ARMS} and a presentation "
                                  f"of {PRESENTATIONS}")
-        elif self.condition not in E020_ARMS:
-            raise ValueError(f"{self.design_id} arm {self.condition!r} is not one of {E020_ARMS}")
+        elif self.condition not in (arms := E022_ARMS if self.design_id == "E022"
+                                    else E020_ARMS):
+            raise ValueError(f"{self.design_id} arm {self.condition!r} is not one of {arms}")
         return self
 
     def _check_a105(self) -> None:

@@ -4,7 +4,8 @@ survive attempts to explain it away").
 1. The held-out model-specific main effect survives Holm over the four primary tests in
    the beneficial direction.
 2. Both simple effects (with and without the other panel) are benefits.
-3. No material reversal (:class:`rungbench.design.factorial.MaterialRules`) across panel
+3. No material reversal (:class:`rungbench.design.factorial.MaterialRules`, registered in
+   the preset's ``[analysis.material]``) across panel
    order, provider route, equal-source-game weighting, position clusters or the
    maximal-regret attrition bounds, and no differential attrition.
 4. Complete rendered-prompt bytes differ only at registered offsets (the prompt audit).
@@ -21,7 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rungbench.chess.studies.analysis import FACTOR_ESTIMANDS, A105Analysis, A105Result
+from rungbench.chess.studies.analysis import (
+    FACTOR_ESTIMANDS,
+    A105Analysis,
+    A105Result,
+    material_of,
+)
 from rungbench.chess.studies.cells import CellTable, PromptAudit
 from rungbench.design.audit import AuditReport
 from rungbench.errors import InputError
@@ -109,7 +115,7 @@ def _gate2(result: A105Result | None, without: str, with_other: str) -> GateResu
 def _gate3(analysis: A105Analysis, result: A105Result | None, main: str) -> GateResult:
     if result is None:
         return GateResult(3, False, {"reason": "no held-out estimate"})
-    rules = analysis.settings.material
+    rules = material_of(analysis.settings)
     checks = []
     for name, estimates in result.sensitivities.items():
         kind = name.split("=")[0]

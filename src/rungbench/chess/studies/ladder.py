@@ -16,6 +16,22 @@ best reply from pass A's PV). Candidates are shown in the binding's frozen order
 and SAN, never with scores or ranks. The ``shortlist`` probe asks for k moves through
 ``submit_shortlist``; it is a separate schedule and is never scored for regret.
 
+The self-shortlist arm is two calls (seed 001, "the model first lists k candidates, then
+chooses"): the probe, then :func:`choice_schedule`, derived from a verified, complete probe
+run of the same binding, model and route. Its cells (condition
+``self_shortlist_choice``) show the model's own shortlist (:func:`own_shortlist`: the
+first k distinct legal moves it listed) as UCI and SAN, in an order drawn from the
+binding's digest (the model's own listing order is not shown), with the one
+``submit_move`` tool. Every position keeps exactly one choice cell, so the arm pairs 1:1
+with unaided: a probe that is a model failure (malformed, refused) or lists no legal
+move yields an empty shortlist, and its choice cell is rendered as the unaided prompt
+(no candidate block) and counts as a coverage failure. Then C = covered / N, S_self =
+P(best chosen | covered) and C × S_self = P(covered and best chosen) over the same N
+positions as the unaided best-move rate. A probe cell without a final answer (a provider
+error) is a missing observation: the probe run is incomplete and the choice stage refuses
+(``probe_incomplete``) until the probe run is resumed; it is never turned into a
+coverage failure.
+
 Estimands (:func:`ladder_estimands`): coverage C (a best move is in the probe's
 shortlist), conditional selection S per oracle arm (a best move is chosen, over cells
 where one is shown), the unaided best-move rate, C × S, each with a Wilson interval,
@@ -31,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from scipy.stats import norm
 
 import chess
@@ -41,21 +58,32 @@ from rungbench.chess.reference_agents import (
     SUBMIT_SHORTLIST_TOOL,
     SYSTEM_PROMPT,
     TASK,
+    validate_move,
 )
 from rungbench.chess.studies.bindings import Binding
 from rungbench.chess.studies.manifest import FrozenManifest
 from rungbench.chess.studies.panels import a105_request, legal_uci, render_prompt
 from rungbench.design.presets import FactorialCondition
-from rungbench.errors import InputError
-from rungbench.evidence.canonical import digest, loads_canonical
+from rungbench.errors import InputError, IntegrityError, Reason, Refusal
+from rungbench.evidence.canonical import bytes_digest, digest, loads_canonical
 from rungbench.evidence.store import ObjectStore
-from rungbench.execute.runner import load_run, read_log, response_from_json
+from rungbench.execute.runner import (
+    MANIFEST,
+    load_run,
+    read_log,
+    response_from_json,
+    verify_run,
+)
 from rungbench.execute.schedule import Schedule
 
 SCHEMA_DIGEST = digest([SUBMIT_MOVE_TOOL])
 """Digest of the one tool list every move-choice cell offers."""
 INSTRUCTION = "Choose your move and submit it with the submit_move tool, in UCI notation."
 LIST_HEAD = "Candidate moves (UCI and SAN, in random order):"
+CHOICE = "self_shortlist_choice"
+"""Condition name of the self-shortlist choice cells (the arm's second call)."""
+GATE = "chess study shortlist"
+"""Gate name of the choice-stage refusals."""
 
 
 def universe_digest(fen: str) -> str:
@@ -130,7 +158,8 @@ def a105_schedule(binding: Binding, manifest: FrozenManifest, model: str, route:
 
 def _pairs(lst: CandidateList, ucis: Sequence[str]) -> list[str]:
     san = {c.uci: c.san for c in lst.candidates}
-    return [f"{u} ({san[u]})" for u in ucis]
+    board = chess.Board(lst.fen)
+    return [f"{u} ({san.get(u) or board.san(chess.Move.from_uci(u))})" for u in ucis]
 
 
 def _successor_lines(lst: CandidateList, ucis: Sequence[str]) -> list[str]:
@@ -182,8 +211,9 @@ def shown_moves(arm: dict[str, Any], lst: CandidateList, order: Sequence[int]) -
     return ordered
 
 
-def _list_request(case: str, arm: dict[str, Any], lst: CandidateList, shown: list[str],
-                  meta: dict[str, Any]) -> Request:
+def list_request(case: str, arm: dict[str, Any], lst: CandidateList, shown: list[str],
+                 meta: dict[str, Any]) -> Request:
+    """The request of one list-arm cell: fresh context, the one required ``submit_move``."""
     kind = str(arm["kind"])
     if kind == "unaided":
         lines = None
@@ -193,6 +223,8 @@ def _list_request(case: str, arm: dict[str, Any], lst: CandidateList, shown: lis
         lines = _reply_lines(lst, shown)
     elif kind in ("oracle", "omitted"):
         lines = _pairs(lst, shown)
+    elif kind == "self_shortlist":
+        lines = _pairs(lst, shown) if shown else None  # an empty shortlist: the unaided prompt
     else:
         raise InputError(f"unknown arm kind {kind!r}", field="arms.kind")
     ranks = {c.uci: c.rank for c in lst.candidates}
@@ -201,7 +233,7 @@ def _list_request(case: str, arm: dict[str, Any], lst: CandidateList, shown: lis
                              Message("user", list_prompt(lst.fen, lines))),
                    tools=(SUBMIT_MOVE_TOOL,), tool_choice="required",
                    metadata={**meta, "condition": str(arm["name"]), "arm_kind": kind,
-                             **({"candidates": shown, "ranks": [ranks[u] for u in shown]}
+                             **({"candidates": shown, "ranks": [ranks.get(u) for u in shown]}
                                 if kind != "unaided" else {})})
 
 
@@ -216,8 +248,8 @@ def ladder_schedule(binding: Binding, manifest: FrozenManifest, model: str, rout
         base = _base_metadata(binding, row, lst, model, route)
         for name in doc["arms"]:
             shown = shown_moves(arms[name], lst, doc["slot_orders"][name][p])
-            requests.append(_list_request(f"{doc['design']['id']}:{model}:{p:04d}:{name}",
-                                          arms[name], lst, shown, base))
+            requests.append(list_request(f"{doc['design']['id']}:{model}:{p:04d}:{name}",
+                                         arms[name], lst, shown, base))
     return _schedule(binding, model, route, requests)
 
 
@@ -243,6 +275,114 @@ def probe_schedule(binding: Binding, manifest: FrozenManifest, model: str, route
     return _schedule(binding, model, route, requests, suffix="probe")
 
 
+# --------------------------------------------------------------------------- self-shortlist
+
+
+def own_shortlist(fen: str, moves: Any, k: int) -> list[str]:
+    """The first ``k`` distinct legal UCI moves of a probe answer, in the order listed.
+
+    ``moves`` is the ``submit_shortlist`` argument; entries that are not strings, not UCI
+    or not legal in ``fen`` are dropped. Coverage and the choice stage both use this list.
+    """
+    if not isinstance(moves, list):
+        return []
+    board = chess.Board(fen)
+    out: list[str] = []
+    for entry in moves:
+        try:
+            move = chess.Move.from_uci(entry.strip()) if isinstance(entry, str) else None
+        except ValueError:
+            move = None
+        if move is not None and move in board.legal_moves and move.uci() not in out:
+            out.append(move.uci())
+        if len(out) == k:
+            break
+    return out
+
+
+def shortlist_order(binding: Binding, position: int, moves: Sequence[str]) -> list[str]:
+    """``moves`` sorted by UCI, then permuted by ``default_rng([binding seed, position, n])``.
+
+    The binding seed is the first 64 bits of the binding digest, so the shown order is a
+    pure function of the binding and the listed set, never of the model's own order.
+    """
+    ordered = sorted(moves)
+    seed = int(binding.digest.removeprefix("sha256:")[:16], 16)
+    perm = np.random.default_rng([seed, position, len(ordered)]).permutation(len(ordered))
+    return [ordered[int(i)] for i in perm]
+
+
+def _refuse(code: str, detail: str, subject: str, **data: Any) -> Refusal:
+    return Refusal([Reason(code, detail, subject=subject, data=data)], gate=GATE)
+
+
+def verified_probe(binding: Binding, manifest: FrozenManifest, probe_run: Path, model: str,
+                   route: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The probe run's manifest digest and every probe cell's final record, verified.
+
+    Refuses ``probe_mismatch`` when the run holds another schedule than this binding's probe
+    for ``model`` and ``route``, and ``probe_incomplete`` when it does not verify or a
+    cell has no final answer.
+    """
+    expected = probe_schedule(binding, manifest, model, route)
+    try:
+        _, schedule = load_run(probe_run)
+        if schedule.digest() != expected.digest():
+            raise _refuse("probe_mismatch", f"{probe_run} holds schedule {schedule.digest()}, "
+                          f"not the probe of {binding.digest} for {model}@{route} "
+                          f"({expected.digest()})", str(probe_run), found=schedule.digest(),
+                          expected=expected.digest())
+        check = verify_run(probe_run, validate_move)
+        _, states = read_log(probe_run, schedule, validate_move)
+    except (InputError, IntegrityError) as exc:
+        raise _refuse("probe_incomplete", f"probe run {probe_run} does not verify: {exc}",
+                      str(probe_run)) from exc
+    if not check.ok:
+        raise _refuse("probe_incomplete", f"probe run {probe_run} has {check.final} of "
+                      f"{check.cells} final cells; resume it first", str(probe_run),
+                      final=check.final, cells=check.cells)
+    finals = {cid: state.finals[0] for cid, state in states.items()}
+    return bytes_digest((probe_run / MANIFEST).read_bytes()), finals
+
+
+def choice_schedule(binding: Binding, manifest: FrozenManifest, probe_run: Path, model: str,
+                    route: str) -> Schedule:
+    """One model's self-shortlist choice cells, from its verified, complete probe run.
+
+    One cell per bound position, showing its own shortlist (:func:`own_shortlist`, in
+    :func:`shortlist_order`) with the one ``submit_move`` tool; metadata ``candidates``
+    (the shown moves), ``shortlist_run`` (the probe run's manifest digest),
+    ``shortlist_cell`` and ``shortlist_status`` (``listed``, ``no_legal_move`` or the
+    probe's model-failure outcome). Same probe run, same schedule digest.
+    """
+    doc = binding.document
+    probes = doc.get("probes") or []
+    if not probes:
+        raise InputError(f"{binding.design_name} registers no probe", field="probe")
+    k = int(doc["design"]["document"]["schedule"]["shortlist_k"])
+    run_digest, finals = verified_probe(binding, manifest, probe_run, model, route)
+    arm = {"name": CHOICE, "kind": "self_shortlist"}
+    requests = []
+    for p, row in enumerate(_rows(binding, manifest)):
+        lst = manifest.lists[row["key"]]
+        probe_cell = f"{doc['design']['id']}:{model}:{p:04d}:{probes[0]}"
+        final = finals[probe_cell]
+        args = final.get("arguments")
+        listed = (own_shortlist(lst.fen, args.get("moves"), k)
+                  if final["outcome"] == "answered" and isinstance(args, dict) else [])
+        status = ("listed" if listed else "no_legal_move") if final["outcome"] == "answered" \
+            else str(final["outcome"])
+        shown = shortlist_order(binding, p, listed)
+        meta = {**_base_metadata(binding, row, lst, model, route), "shortlist_run": run_digest,
+                "shortlist_cell": probe_cell, "shortlist_status": status}
+        requests.append(list_request(f"{doc['design']['id']}:{model}:{p:04d}:{CHOICE}", arm,
+                                     lst, shown, meta))
+    name = f"{binding.design_name}-{model}-{route}-choice"
+    return Schedule.of(TASK, name, requests, {"binding": binding.digest, "model": model,
+                                             "route": route, "part": "choice",
+                                             "shortlist_run": run_digest})
+
+
 # --------------------------------------------------------------------------- E023
 
 
@@ -259,8 +399,8 @@ def e023_schedule(binding: Binding, manifest: FrozenManifest, model: str, route:
             for pres, ranks in zip(doc["presentations"], doc["ranks_by_slot"][name][p],
                                    strict=True):
                 shown = [by_rank[r] for r in ranks]
-                req = _list_request(f"{doc['design']['id']}:{model}:{p:04d}:{name}:{pres}",
-                                    {"name": name, "kind": "oracle"}, lst, shown, base)
+                req = list_request(f"{doc['design']['id']}:{model}:{p:04d}:{name}:{pres}",
+                                   {"name": name, "kind": "oracle"}, lst, shown, base)
                 requests.append(replace(req, metadata={**req.metadata, "presentation": pres}))
     return _schedule(binding, model, route, requests)
 
@@ -273,9 +413,15 @@ def _schedule(binding: Binding, model: str, route: str, requests: list[Request],
 
 
 def schedule_for(binding: Binding, manifest: FrozenManifest, model: str, route: str,
-                 *, probe: bool = False) -> Schedule:
-    """The move-choice (or, with ``probe``, the shortlist-probe) schedule of one model."""
+                 *, probe: bool = False, shortlist_from: Path | None = None) -> Schedule:
+    """The move-choice (or, with ``probe``, the shortlist-probe; with ``shortlist_from``, a
+    probe run, the self-shortlist choice) schedule of one model."""
     _check_model(binding, model)
+    if probe and shortlist_from is not None:
+        raise InputError("the probe and the choice stage are separate runs; give one",
+                         field="shortlist_from")
+    if shortlist_from is not None:
+        return choice_schedule(binding, manifest, shortlist_from, model, route)
     if probe:
         if not binding.document.get("probes"):
             raise InputError(f"{binding.design_name} registers no probe", field="probe")
@@ -356,11 +502,15 @@ def ladder_estimands(move_runs: Sequence[Path], probe_runs: Sequence[Path],
         tally[0] += int(move in best)
         tally[1] += 1
     result: dict[str, Any] = {"best_move_rate": {a: _rate(*t) for a, t in sorted(hits.items())}}
+    own = _two_stage(move_runs)
+    if own is not None:
+        result["self_shortlist"] = own
     if probe_runs:
         covered = [0, 0]
-        for meta, _, args in (c for run in probe_runs for c in final_calls(run)):
-            moves = args.get("moves") if isinstance(args, dict) else None
-            listed = set(moves) if isinstance(moves, list) else set()
+        for meta, outcome, args in (c for run in probe_runs for c in final_calls(run)):
+            moves = args.get("moves") if isinstance(args, dict) and outcome == "answered" \
+                else None
+            listed = set(own_shortlist(str(meta["fen"]), moves, int(meta["shortlist_size"])))
             covered[0] += int(bool(listed & set(meta["best_moves"])))
             covered[1] += 1
         result["coverage"] = _rate(*covered)
@@ -373,6 +523,29 @@ def ladder_estimands(move_runs: Sequence[Path], probe_runs: Sequence[Path],
                 "interval": [c["interval"][0] * s["interval"][0],
                              c["interval"][1] * s["interval"][1]]}
     return result
+
+
+def _two_stage(move_runs: Sequence[Path]) -> dict[str, Any] | None:
+    """The self-shortlist arm's own C, S and C × S from its choice cells (None: none run).
+
+    Over every choice cell (one per position): covered = a best move is in its shown
+    shortlist; success = covered and the chosen move is a best move. C × S is the success
+    rate, i.e. exactly C times S over the same positions as the unaided rate.
+    """
+    counts = [0, 0, 0]  # cells, covered, covered and best chosen
+    for meta, _, args in (c for run in move_runs for c in final_calls(run)):
+        if meta.get("condition") != CHOICE:
+            continue
+        best = set(meta["best_moves"])
+        covered = bool(best & set(meta["candidates"]))
+        move = args.get("move") if isinstance(args, dict) else None
+        counts[0] += 1
+        counts[1] += int(covered)
+        counts[2] += int(covered and move in best)
+    if not counts[0]:
+        return None
+    return {"coverage": _rate(counts[1], counts[0]), "selection": _rate(counts[2], counts[1]),
+            "coverage_x_selection": _rate(counts[2], counts[0])}
 
 
 def paired_contrasts(evaluation: Path, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:

@@ -11,13 +11,20 @@ about any model.
 * A105 (:class:`PanelAgent`): P(best) = ``base`` + ``lift`` × g(B, L), where B and L say
   whether the prompt's board and legal-action panels are revealed and g is
   ``board_limited`` B, ``list_limited`` L, ``substitutable`` B ∨ L, ``complementary``
-  B ∧ L, ``null`` 0; otherwise a uniformly random legal non-best move.
+  B ∧ L, ``null`` 0; otherwise a uniformly random legal non-best move. With
+  ``reversed_order`` set, prompts whose panels come in that order (read from the prompt:
+  which panel opens first) get P(best) = ``base`` − ``reversal`` × g(B, L) instead: the
+  panel hurts in that order (a planted sign reversal between panel orders).
 * E020/E021 (:class:`TwoStageAgent`): a shortlist of k holds a best move with
   probability C; from a list holding a best move it picks one with probability S, else
   a uniform other listed move; unaided it shortlists, then selects (P(best) = C × S).
   ``ideas_limited`` C 0.35 S 0.90, ``vision_limited`` C 0.90 S 0.35.
 * E023 (:class:`SoftmaxSelector`): P(slot s) ∝ exp((−log rank_s)/T − primacy × s);
   ``sharp`` T 0.25, ``diffuse`` T 1.0, ``primacy`` T 1.0 with 0.5 per slot.
+
+Planted attrition (:func:`condition_drops`): the loopback server drops the connection
+(a network error, a reliability outcome) on every request of one condition at a seeded
+share of positions, chosen from ``(seed, position key)`` alone.
 """
 
 from __future__ import annotations
@@ -25,19 +32,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rungbench.agents.loopback import LoopbackServer
+from rungbench.agents.loopback import Fault, LoopbackServer
 from rungbench.agents.openai_provider import OpenAIProvider, Pricing
 from rungbench.agents.protocol import Agent, Request, Response, ToolCall
 from rungbench.chess.reference_agents import legal_moves
 from rungbench.chess.studies.panels import BOARD_CLOSE, BOARD_OPEN, LEGAL_CLOSE, LEGAL_OPEN, MASK
 from rungbench.errors import InputError
+from rungbench.evidence.canonical import digest
 
 LISTED_RE = re.compile(r"^([a-h][1-8][a-h][1-8][qrbn]?) \(", re.MULTILINE)
 """A listed candidate line starts with its UCI move and its SAN in parentheses."""
@@ -97,11 +105,17 @@ class PanelAgent:
     """Added P(best) when the mechanism's panels are revealed."""
     seed: int = 0
     """Base seed."""
+    reversed_order: str | None = None
+    """Panel order (``board_first`` / ``legal_list_first``) in which the panel hurts."""
+    reversal: float = 0.0
+    """P(best) removed in ``reversed_order`` when the mechanism's panels are revealed."""
     name: str = field(init=False)
     """Agent name recorded in run manifests."""
 
     def __post_init__(self) -> None:
         self.name = f"planted:a105:{self.mechanism}"
+        if not 0.0 <= self.reversal <= self.base:
+            raise InputError("reversal must be in [0, base]", field="reversal")
         if self.mechanism not in A105_MECHANISMS:
             raise InputError(f"unknown A105 mechanism {self.mechanism!r}", field="mechanism")
         if not 0.0 <= self.base <= self.base + self.lift <= 1.0:
@@ -116,8 +130,15 @@ class PanelAgent:
     def respond(self, request: Request) -> Response:
         """Choose a best move with the mechanism's probability, else a random other move."""
         rng = request_rng(self.seed, request)
-        board, legal = panels_shown(_user_text(request))
-        p = self.base + (self.lift if self.helped(board, legal) else 0.0)
+        text = _user_text(request)
+        board, legal = panels_shown(text)
+        order = "board_first" if text.index(BOARD_OPEN) < text.index(LEGAL_OPEN) \
+            else "legal_list_first"
+        helped = self.helped(board, legal)
+        if order == self.reversed_order:
+            p = self.base - (self.reversal if helped else 0.0)
+        else:
+            p = self.base + (self.lift if helped else 0.0)
         best = _best(request)
         moves = legal_moves(str(request.metadata["fen"]))
         if rng.random() < p:
@@ -127,7 +148,8 @@ class PanelAgent:
     def describe(self) -> dict[str, Any]:
         """The agent's stated mechanism."""
         return {"kind": "planted", "name": self.name, "mechanism": self.mechanism,
-                "base": self.base, "lift": self.lift, "seed": self.seed}
+                "base": self.base, "lift": self.lift, "seed": self.seed,
+                "reversed_order": self.reversed_order, "reversal": self.reversal}
 
 
 @dataclass
@@ -255,17 +277,51 @@ LOOPBACK_KEY_ENV = "RUNGBENCH_LOOPBACK_KEY"
 """Environment name the loopback provider reads its (per-server, random) key from."""
 
 
+FaultFn = Callable[[Request], Fault | None]
+"""Which fault (if any) the loopback server injects for a registered request."""
+
+
+def condition_drops(condition: str, share: float, *, seed: int = 0) -> FaultFn:
+    """Drop the connection on every ``condition`` request at a seeded ``share`` of positions.
+
+    Whether a position is hit depends on ``(seed, position key)`` only, so both panel
+    orders of a hit position fail and every retry fails again (differential attrition).
+    """
+    if not 0.0 <= share <= 1.0:
+        raise InputError(f"share must be in [0, 1], got {share!r}", field="share")
+
+    def fault(request: Request) -> Fault | None:
+        meta = request.metadata
+        if meta.get("condition") != condition:
+            return None
+        key = str(meta.get("key", request.case_id))
+        u = np.random.default_rng([seed, int(digest(key)[7:23], 16)]).random()
+        return Fault.DROP if u < share else None
+
+    return fault
+
+
 @contextmanager
 def loopback_provider(agent: Agent, requests: Iterable[Request], *, model: str,
                       delay_s: float = 0.0, pricing: Pricing | None = None,
-                      key: str = "loopback-planted") -> Iterator[OpenAIProvider]:
+                      key: str = "loopback-planted",
+                      faults: FaultFn | None = None) -> Iterator[OpenAIProvider]:
     """Serve ``agent`` on 127.0.0.1 and yield the real OpenAI-client provider pointed at it.
 
     ``requests`` are registered with the server so the agent sees their metadata (never
-    sent over the wire); the provider sees only the payload.
+    sent over the wire); the provider sees only the payload. ``faults`` picks, per
+    registered request, a fault the server injects on every arrival of its payload.
     """
+    requests = list(requests)
+    plan = None
+    if faults is not None:
+        by_payload = {r.payload_digest(): faults(r) for r in requests}
+
+        def plan(payload: str, index: int) -> Fault | None:
+            return by_payload.get(payload)
+
     with LoopbackServer(agent, api_key=key, requests=requests, delay_s=delay_s,
-                        model=model) as server:
+                        model=model, fault_plan=plan) as server:
         provider = OpenAIProvider(model, base_url=server.base_url, api_key_env=LOOPBACK_KEY_ENV,
                                   environ={LOOPBACK_KEY_ENV: key}, pricing=pricing)
         try:

@@ -211,3 +211,31 @@ def e023_table(temperatures: Mapping[str, float], *, positions: int = 120, seed:
                                  "chose_best": rank == 1, "selected_rank": rank,
                                  "selected_move": f"{pos}:rank{rank}"})
     return _header(d, "E023", design_digest, rows, None, "ethereal", "stockfish"), rows
+
+
+def e022_table(selection: Mapping[str, float], *, positions: int = 300, games: int = 100,
+               seed: int = 0, design_digest: str, model: str = "planted"
+               ) -> tuple[CellTableHeader, list[dict[str, Any]]]:
+    """A planted E022 table (held-out): per arm (``oracle_top5``, ``successor_top5``,
+    ``reply_top5``) the shown list holds a best move and the agent picks one with the arm's
+    probability; a miss costs U(0.05, 0.5) regret."""
+    rng = np.random.default_rng(seed)
+    d = _digests(f"e022:{seed}")
+    tool = digest({"tool": "submit_move"})
+    rows = []
+    for i in range(positions):
+        pos = f"p{i:04d}"
+        for arm, s in selection.items():
+            chose = bool(rng.random() < s)
+            cell = f"{model}|{pos}|{arm}"
+            rows.append({"cell": cell, "study_digest": d["study"], "design_digest": design_digest,
+                         "design_id": "E022", "model": model, "split": "held_out",
+                         "condition": arm, "position": pos, "source_game": f"g{i % games:03d}",
+                         "route": "route-a", "outcome": "legal",
+                         "regret": 0.0 if chose else float(rng.uniform(0.05, 0.5)),
+                         "evaluator_family": "ethereal", "evaluator_proxy": False,
+                         "evaluation_digest": digest({"eval": cell}),
+                         "tool_schema_digest": tool,
+                         "action_universe_digest": digest({"legal": pos}),
+                         "best_in_candidates": True, "chose_best": chose})
+    return _header(d, "E022", design_digest, rows, None, "ethereal", "stockfish"), rows

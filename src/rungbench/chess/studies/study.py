@@ -1,5 +1,6 @@
-"""The study pipeline: freeze → bind → run → evaluate, each step content-addressed (seed 001,
-"The evidence boundary"; seed 000, "Hold the action interface still too").
+"""The study pipeline: freeze → bind → run → evaluate → analyze, each step
+content-addressed (seed 001, "The evidence boundary"; seed 000, "Hold the action interface
+still too").
 
 A study directory::
 
@@ -8,6 +9,8 @@ A study directory::
     <study>/budget/          content-addressed budget authorizations (:mod:`.budget`)
     <study>/runs/<run id>/   the runner's runs (:mod:`rungbench.execute.runner`)
     <study>/evaluations/     published evaluations (:mod:`.evaluation`)
+    <study>/analyses/<id>/   a binding's cell table and analysis (:func:`analyze`;
+                             :mod:`.study_table`, :mod:`.analysis_report`)
 
 :func:`run_study` refuses unless, in order: the label stage verifies; the manifest
 verifies and was frozen from that stage (``manifest_stale``); the binding re-hashes and
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,8 @@ from rungbench.agents.protocol import Agent, Request, Response, close_agent
 from rungbench.chess.labels.stage_records import verify_stage_dir
 from rungbench.chess.reference_agents import validate_move
 from rungbench.chess.studies import budget as bud
+from rungbench.chess.studies.analysis import Settings
+from rungbench.chess.studies.analysis_report import analyze_table, markdown
 from rungbench.chess.studies.bindings import (
     Binding,
     freeze_binding,
@@ -45,9 +51,12 @@ from rungbench.chess.studies.manifest import (
     load_manifest,
     stale_reasons,
 )
+from rungbench.chess.studies.study_table import binding_runs, bound_preset, study_table
 from rungbench.design.registry import RegisteredDesign, load_design, registered_names
-from rungbench.errors import InputError, Reason, Refusal
-from rungbench.evidence.canonical import digest, loads_canonical
+from rungbench.errors import InputError, IntegrityError, Reason, Refusal
+from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
+from rungbench.evidence.sealed import publish_dir, verify_sealed
+from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import (
     MANIFEST,
     create_run,
@@ -163,14 +172,15 @@ def run_id_of(schedule: Schedule) -> str:
     return f"{schedule.name}-{schedule.digest()[7:19]}"
 
 
-def _open_run(study: Path, schedule: Schedule, description: dict[str, Any]) -> Path:
+def _open_run(study: Path, schedule: Schedule, description: dict[str, Any],
+              policy: RetryPolicy | None = None) -> Path:
     run_dir = runs_dir(study) / run_id_of(schedule)
     if run_dir.exists():
         manifest, _ = load_run(run_dir)
         if manifest["schedule"] != schedule.digest():
             raise InputError(f"{run_dir} holds another schedule", path=str(run_dir))
         return run_dir
-    return create_run(study, schedule, description, run_id=run_id_of(schedule))
+    return create_run(study, schedule, description, run_id=run_id_of(schedule), policy=policy)
 
 
 def _pending(run_dir: Path, schedule: Schedule) -> int:
@@ -181,12 +191,22 @@ def _pending(run_dir: Path, schedule: Schedule) -> int:
 def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route: str,
               agent: Agent, authorization: str, concurrency: int = 1, probe: bool = False,
               progress: Callable[[int, int], None] | None = None,
-              chunk_cap: int = 256) -> dict[str, Any]:
-    """Pass every gate, then run (or resume) one model × route of a binding under budget."""
+              chunk_cap: int = 256, shortlist_from: str | None = None,
+              policy: RetryPolicy | None = None,
+              executor: Executor | None = None) -> dict[str, Any]:
+    """Pass every gate, then run (or resume) one model × route of a binding under budget.
+
+    ``shortlist_from`` (a probe run id under ``<study>/runs``) runs the self-shortlist
+    choice stage derived from that verified, complete probe run. ``policy`` is the retry
+    policy a new run is created with (default: the runner's). ``executor`` (e.g. Ray tasks)
+    runs the agent calls; the log and the budget stay on this driver.
+    """
     manifest = current_manifest(study, stage)
     binding = load_binding(study, binding_name, manifest)
     _check_design(binding)
-    schedule = schedule_for(binding, manifest, model, route, probe=probe)
+    schedule = schedule_for(binding, manifest, model, route, probe=probe,
+                            shortlist_from=None if shortlist_from is None
+                            else runs_dir(study) / shortlist_from)
     reasons = interface_reasons(schedule, probe=probe)
     if reasons:
         raise Refusal(reasons, gate=GATE)
@@ -202,9 +222,9 @@ def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route:
                                    pending=max(0, unsent), spent=spent)
     if reasons:
         raise Refusal(reasons, gate="chess study budget")
-    run_dir = _open_run(study, schedule, wrapped.describe())
+    run_dir = _open_run(study, schedule, wrapped.describe(), policy)
     stopped = _execute_chunks(study, run_dir, wrapped, auth, auth_digest, concurrency, progress,
-                              chunk_cap)
+                              chunk_cap, executor)
     check = verify_run(run_dir, validate_move)
     spend = bud.total_spend(runs_dir(study), auth_digest)
     return {"run": str(run_dir), "run_id": run_dir.name, "schedule": schedule.digest(),
@@ -224,7 +244,8 @@ def _resent(run_dir: Path, schedule: Schedule) -> int:
 
 def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Authorization,
                     auth_digest: str, concurrency: int,
-                    progress: Callable[[int, int], None] | None, cap: int) -> str | None:
+                    progress: Callable[[int, int], None] | None, cap: int,
+                    executor: Executor | None = None) -> str | None:
     """Send the run's pending cells in chunks that fit every ceiling; why it stopped, if so.
 
     Other runs' spend under the authorization is read once; this run's spend is re-read
@@ -249,18 +270,93 @@ def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Aut
         if chunk <= 0 or spent.tokens >= auth.max_tokens or spent.cost_usd >= auth.max_cost_usd:
             return "budget_ceiling"
         summary = execute_run(run_dir, agent, validator=validate_move, concurrency=concurrency,
-                              progress=progress, max_cells=chunk)
+                              progress=progress, max_cells=chunk, executor=executor)
         if summary.sent:
             per_tokens = max(per_tokens, -(-(summary.tokens_in + summary.tokens_out)
                                            // summary.sent))
             per_cost = max(per_cost, summary.cost_usd / summary.sent)
-        pending = summary.cells - sum(summary.outcomes.values())
+        tried, pending = pending, summary.cells - sum(summary.outcomes.values())
         if summary.sent == 0:
             return "nothing_sent"
-        if summary.unresolved and summary.finalized == 0:
+        # nothing finalized: stuck when every pending cell was tried, or when a whole
+        # chunk past the first single cell failed (the provider is down); one failing
+        # first cell is not evidence of that
+        if summary.unresolved and summary.finalized == 0 and (
+                summary.sent >= tried or chunk > FIRST_CHUNK):
             return "unresolved"
         chunk = concurrency * 4 if not (per_tokens or per_cost) else chunk
     return None
+
+
+ANALYSIS_KIND = "rungbench.chess.study-analysis"
+"""Seal kind of a published study analysis."""
+
+
+def analyses_dir(study: Path) -> Path:
+    """``<study>/analyses``."""
+    return study / "analyses"
+
+
+def analyze(study: Path, stage: Path, *, binding: str | None = None, proxy: str | None = None,
+            settings: Settings | None = None, force: bool = False) -> dict[str, Any]:
+    """Join a binding's runs and evaluations into its cell table, analyse it and publish
+    ``<study>/analyses/<binding hex[:12]>/`` (``cells.jsonl``, ``analysis.json``,
+    ``analysis.md``; sealed, atomic).
+
+    With ``binding`` the analysis document is returned (plus ``out``); without it every
+    binding of the current manifest that has runs is analysed and ``{"analyses": [...]}``
+    returned. An existing analysis with the same bytes is kept; different bytes refuse
+    (``exists``) unless ``force``.
+    """
+    manifest = current_manifest(study, stage)
+    stage_record = bytes_digest((stage / "stage.json").read_bytes())
+    if binding is not None:
+        return _analyze_binding(study, load_binding(study, binding, manifest), manifest,
+                                stage_record, proxy, settings, force)
+    docs = []
+    for path in list_bindings(study):
+        bound = load_binding(study, path.stem, manifest) if loads_canonical(
+            path.read_bytes(), path=str(path))["manifest"] == manifest.digest else None
+        if bound is not None and binding_runs(study, bound):
+            docs.append(_analyze_binding(study, bound, manifest, stage_record, proxy, settings,
+                                         force))
+    if not docs:
+        raise Refusal([Reason("cells_missing", "no binding of the current manifest has a run",
+                              subject=str(study))], gate="chess study analysis")
+    return {"study": str(study), "manifest": manifest.digest, "analyses": docs}
+
+
+def _analyze_binding(study: Path, bound: Binding, manifest: FrozenManifest, stage_record: str,
+                     proxy: str | None, settings: Settings | None,
+                     force: bool) -> dict[str, Any]:
+    _check_design(bound)
+    built = study_table(study, bound, manifest, stage_record)
+    doc = analyze_table(built.table, settings, proxy=proxy, preset=bound_preset(bound))
+    doc["inputs"] = {"binding": bound.digest, "manifest": manifest.digest,
+                     "label_stage": stage_record, "runs": built.inputs()}
+    header = built.table.header
+    lines = [canonical_bytes(header.model_dump(mode="json", by_alias=True)),
+             *(canonical_bytes(r) for r in built.rows)]
+    files = {"cells.jsonl": b"\n".join(lines) + b"\n",
+             "analysis.json": canonical_bytes(doc) + b"\n",
+             "analysis.md": markdown(doc).encode("utf-8")}
+    doc["files"] = {name: bytes_digest(data) for name, data in files.items()}
+    target = analyses_dir(study) / bound.digest[7:19]
+    if target.exists() and not force and _same(target, files):
+        return {**doc, "out": str(target), "reused": True}
+    with publish_dir(target, kind=ANALYSIS_KIND, force=force) as temp:
+        for name, data in files.items():
+            (temp / name).write_bytes(data)
+    return {**doc, "out": str(target), "reused": False}
+
+
+def _same(target: Path, files: dict[str, bytes]) -> bool:
+    try:
+        verify_sealed(target, kind=ANALYSIS_KIND)
+    except (InputError, IntegrityError):
+        return False
+    return all((target / n).is_file() and (target / n).read_bytes() == d
+               for n, d in files.items())
 
 
 def status(study: Path) -> dict[str, Any]:
@@ -295,4 +391,19 @@ def status(study: Path) -> dict[str, Any]:
                             "route": agent.get("route"), "binding": agent.get("binding")})
     out["evaluations"] = sorted(p.name for p in (study / "evaluations").glob("*")
                                 if p.is_dir() and not p.name.startswith("."))
+    out["analyses"] = [_analysis_status(p) for p in sorted(analyses_dir(study).glob("*"))
+                       if p.is_dir() and not p.name.startswith(".")]
     return out
+
+
+def _analysis_status(path: Path) -> dict[str, Any]:
+    """One published analysis: its binding, design, table and whether its seal verifies."""
+    try:
+        verify_sealed(path, kind=ANALYSIS_KIND)
+        doc = loads_canonical((path / "analysis.json").read_bytes().rstrip(b"\n"),
+                              path=str(path / "analysis.json"))
+    except (InputError, IntegrityError) as exc:
+        return {"analysis": path.name, "verified": False, "problem": str(exc)}
+    return {"analysis": path.name, "verified": True, "binding": doc["study"],
+            "design": doc["design"], "table": doc["table"], "cells": doc["cells"],
+            "evaluation": doc["evaluation"]}
