@@ -12,9 +12,13 @@ PACKAGES  := stockfish ethereal-chess toga2
 # and graph-store suites start in a temporary directory; its initdb proves it installed.
 PG_PROOF    := $(or $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb)),/usr/lib/postgresql/15/bin/initdb)
 PG_PACKAGES := postgresql
-PYTEST_ARGS ?= -n 2
+# For `make test` only: Debian's Chromium, which renders the HTML report headless in
+# tests/report/test_chromium.py (console errors, the rendered tables, a screenshot).
+CHROMIUM_PROOF    := /usr/bin/chromium
+CHROMIUM_PACKAGES := chromium
+PYTEST_ARGS ?= -n 2 --dist loadgroup
 
-.PHONY: setup engines postgres demo test lint bench clean
+.PHONY: setup engines postgres chromium demo test lint bench clean
 
 setup: $(STAMP) engines
 
@@ -41,6 +45,11 @@ engines:
 postgres:
 	@$(MAKE) --no-print-directory engines ENGINES="$(PG_PROOF)" PACKAGES="$(PG_PACKAGES)"
 
+chromium:
+	@$(MAKE) --no-print-directory engines ENGINES="$(CHROMIUM_PROOF)" \
+		PACKAGES="$(CHROMIUM_PACKAGES)"
+
+# Writes ./rungbench-demo (reused and verified on a re-run); its last line is the report's path.
 demo: setup
 	$(VENV)/bin/rungbench demo
 
@@ -49,7 +58,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # pytest exits 5 when it collected no test: a run that tested nothing is a failure.
-test: setup postgres lint
+test: setup postgres chromium lint
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc

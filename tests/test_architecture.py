@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "rungbench"
 
 LAYERS = ("errors", "evidence", "stats", "design", "agents", "execute", "domain", "jobs",
-          "demo", "cli")
+          "report", "demo", "cli")
 """Bottom to top (DESIGN.md "Layers"); ``chess`` and ``causal`` share the domain layer."""
 
 SUBSYSTEMS_MAY_NOT_IMPORT = {

@@ -20,6 +20,7 @@ from rungbench.cli import (
 )
 from rungbench.cli._common import OneLineErrors
 from rungbench.cli.demo import demo
+from rungbench.cli.report import report
 from rungbench.cli.run import run
 
 app = typer.Typer(
@@ -27,7 +28,7 @@ app = typer.Typer(
     cls=OneLineErrors,
     help="Evaluate LLM agents by controlled intervention rather than by score alone.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 app.add_typer(evidence.app, name="evidence")
@@ -43,6 +44,7 @@ chess_study.register(chess.app)
 app.add_typer(chess.app, name="chess")
 app.command("run")(run)
 app.command("demo")(demo)
+app.command("report")(report)
 
 
 def _version(value: bool) -> None:

@@ -1,13 +1,14 @@
-"""``rungbench demo``: run every finished capability as a stage on the bundled data.
+"""``rungbench demo [--out DIR]``: one study on the bundled data, ending in the HTML report.
 
-The stages are :mod:`rungbench.demo`; this module runs them and shows each stage's
-result on a terminal, or prints one JSON document under ``--json``.
+The stages are :mod:`rungbench.demo`; this module runs them, shows each stage's result on
+a terminal (or prints one JSON document under ``--json``) and prints the report's path.
+The folder (default ``./rungbench-demo``) is reused: a second run verifies and reuses
+every frozen object.
 """
 
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,20 @@ import typer
 from rich.table import Table
 
 from rungbench.cli._common import EXIT_ERROR, JSON_OPTION, console, emit_json, run
-from rungbench.demo import Stage, StageOutcome, StageResult, demo_document, run_demo
+from rungbench.demo import (
+    Stage,
+    StageOutcome,
+    StageResult,
+    demo_document,
+    publish_report,
+    run_demo,
+)
 from rungbench.errors import InputError
 
-WORKDIR_OPTION = typer.Option(None, help="Where stage outputs go (default: a temp dir).")
+DEFAULT_OUT = Path("rungbench-demo")
+"""The demo's folder when ``--out`` is not given (relative to the working directory)."""
+OUT_OPTION = typer.Option(DEFAULT_OUT, "--out", "--workdir",
+                          help="The demo's folder (created; reused and verified on a re-run).")
 
 
 def _evidence(result: StageResult) -> None:
@@ -90,11 +101,33 @@ def _labels(result: StageResult) -> None:
                   f"{s['refused_without_cohort']}")
     console.print("qualified against pilot + replication; "
                   f"preflight cleared={s['preflight_cleared']}")
-    console.print(f"labelled {s['labelled']}, excluded {s['excluded']} at {s['nodes']} nodes; "
+    console.print(f"labelled {s['labelled']}, excluded {s['excluded']} at {s['nodes']} nodes "
+                  f"(reduced for the demo; registered {s['registered_nodes']:,}); "
                   f"classes {s['labels']}")
-    console.print(f"manifest {s['manifest']}")
-    for cell, counts in s["cells"].items():
-        console.print(f"  {cell}: {counts}")
+    console.print(f"label manifest {s['manifest']}; reused {s['reused']}; searches this run "
+                  f"{s['searches_this_run']}")
+
+
+def _study(result: StageResult) -> None:
+    s = result.summary
+    console.print(f"manifest {s['manifest'][:19]}… {s['manifest_counts']} "
+                  f"({'verified, reused' if s['manifest_reused'] else 'frozen'}); "
+                  f"authorization {s['authorization'][:19]}…; {s['cells']} cells on {s['route']}")
+    table = Table(title="study runs (planted agents through the real openai client)")
+    for column in ("binding", "model", "cells", "sent now", "evaluation", "reused"):
+        table.add_column(column)
+    for preset, b in s["bindings"].items():
+        for r in b["runs"]:
+            ev = r.get("evaluation") or {}
+            part = "" if r["part"] == "cells" else f" ({r['part']})"
+            table.add_row(preset, r["model"] + part,
+                          str(r["cells"]), str(r["sent_now"]),
+                          (ev.get("evaluation") or "—")[:19], str(ev.get("reused", "—")))
+    console.print(table)
+    for preset, b in s["bindings"].items():
+        for key, value in b["analysis"].items():
+            if isinstance(value, dict):
+                console.print(f"  {preset} {key}: {value}", highlight=False)
 
 
 def _designs(result: StageResult) -> None:
@@ -108,6 +141,10 @@ def _runner(result: StageResult) -> None:
     from rungbench.cli.run import print_summary
 
     s = result.summary
+    if s.get("reused"):
+        console.print(f"verified the finished run of an earlier demo ({s['cells']} cells, "
+                      f"one final each): {s['run_dir']}")
+        return
     print_summary(result.detail)
     console.print(
         f"session 1 finalized {s['session1_finalized']} cells; resume finalized "
@@ -120,7 +157,7 @@ VIEWS: dict[str, Callable[[StageResult], None]] = {
     "evidence": _evidence, "stats": _stats, "causal_validation": _validation,
     "causal_bench": _causal_bench, "instrument": _instrument, "cladder": _cladder,
     "census": _census, "labels": _labels, "designs": _designs,
-    "runner": _runner,
+    "runner": _runner, "study": _study,
 }
 """How each stage's result is shown on a terminal, by stage key."""
 
@@ -136,10 +173,10 @@ def _done(outcome: StageOutcome) -> None:
         console.print(f"[bold red]stage failed[/] {outcome.error}")
 
 
-def _workdir(workdir: Path | None) -> Path:
+def _workdir(workdir: Path) -> Path:
     """The demo's output folder, created; :class:`InputError` naming the first path on the
     way that is a file (the folder itself or one above it)."""
-    base = workdir or Path(tempfile.mkdtemp(prefix="rungbench-demo-"))
+    base = workdir.resolve()
     for path in (base, *base.parents):
         if path.exists() and not path.is_dir():
             raise InputError("--workdir is not a directory (a file is here)", path=str(path))
@@ -148,19 +185,21 @@ def _workdir(workdir: Path | None) -> Path:
 
 
 def demo(
-    workdir: Path | None = WORKDIR_OPTION,
+    workdir: Path = OUT_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Run the main job, as far as it is built, on the bundled data."""
+    """Run the main job on the bundled data and write its HTML report."""
     base = run(lambda: _workdir(workdir), as_json=as_json)
     outcomes = run_demo(base, on_start=None if as_json else _start,
                         on_done=None if as_json else _done)
-    document: dict[str, Any] = demo_document(base, outcomes)
+    report = run(lambda: publish_report(base, outcomes), as_json=as_json)
+    document: dict[str, Any] = demo_document(base, outcomes, report)
     if as_json:
         emit_json(document)
     else:
         console.rule()
         console.print(f"demo outputs in {base}; "
                       f"{'all stages ok' if document['ok'] else 'FAILED'}")
+        console.print(f"report: {report['report']}", highlight=False, soft_wrap=True)
     if not document["ok"]:
         raise typer.Exit(EXIT_ERROR)

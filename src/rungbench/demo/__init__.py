@@ -1,11 +1,17 @@
-"""The main job, as far as it is built: every finished capability as a stage on the bundled data.
+"""The main job: one study on the bundled data, as stages, ending in the static HTML report.
 
 A :class:`Stage` is a function ``workdir -> StageResult`` that does real work and
 returns a JSON-ready summary, plus the full result it computed (``detail``) for a
-front end to show. A stage whose checks fail says so in ``failure``; one that cannot run
-raises a :class:`~rungbench.errors.RungbenchError`. :func:`run_demo` runs them in order
-and never stops at a failed stage. ``demo`` sits above every domain and below ``cli``.
-A capability joins the demo when it is finished.
+front end to show, plus the documents it contributes to the report (``report``). A stage
+whose checks fail says so in ``failure``; one that cannot run raises a
+:class:`~rungbench.errors.RungbenchError`. :func:`run_demo` runs them in order and never
+stops at a failed stage; :func:`publish_report` stores the stages' report documents in
+``<workdir>/objects`` (content-addressed), writes ``<workdir>/report-inputs.json`` and
+renders ``<workdir>/report/index.html`` (:mod:`rungbench.report`).
+
+The demo's folder is reused: a second run verifies every frozen object and reuses it
+(same digests); nothing is written outside the folder. ``demo`` sits above every domain
+and the report, and below ``cli``.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,9 @@ class StageResult:
     """The full result behind the summary (a report, a table's rows), for display."""
     failure: str | None = None
     """Why the stage's own checks failed; None when they passed."""
+    report: dict[str, Any] = field(default_factory=dict)
+    """Documents for the HTML report, by input key (``census:<corpus>``, ``causal:<agent>``,
+    ``instrument``, ``analysis:<preset>``)."""
 
 
 @dataclass(frozen=True)
@@ -59,12 +68,14 @@ STAGES: tuple[Stage, ...] = (
     Stage("instrument", "causal instrument audit, C0-C5 control matrix (causal)", "instrument"),
     Stage("cladder", "CLadder import and exact re-grade (causal)", "cladder"),
     Stage("census", "LLM Chess replay and A104 census (chess)", "census"),
-    Stage("labels", "engine-blind pool, leakage gate, two-pass Stockfish labels (chess)",
-          "labels"),
     Stage("designs", "A105 byte-matched panels and E023 counterbalanced orders (design)",
           "designs"),
     Stage("runner", "resumable runner through the real openai client on loopback (execute)",
           "runner"),
+    Stage("labels", "engine-blind pool, leakage gate, two-pass Stockfish labels (chess)",
+          "labels"),
+    Stage("study", "chess study: manifest, A105 / E020-E021 / E023 bound, planted agents on "
+          "loopback, Ethereal evaluation, claim gates (chess)", "study"),
 )
 """The stages in the order they run."""
 
@@ -124,10 +135,35 @@ def _run_one(stage: Stage, workdir: Path) -> StageOutcome:
     return StageOutcome(stage, result, result.failure, round(time.perf_counter() - start, 3))
 
 
-def demo_document(workdir: Path, outcomes: list[StageOutcome]) -> dict[str, Any]:
+STUDY = "chess-study/study"
+"""The demo's chess study, relative to its folder."""
+LABEL_STAGE = "chess-study/labels/label-stage"
+"""The demo's published label stage, relative to its folder."""
+
+
+def publish_report(workdir: Path, outcomes: list[StageOutcome]) -> dict[str, Any]:
+    """Store every stage's report documents, write the index, render the report."""
+    from rungbench.evidence.canonical import canonical_bytes
+    from rungbench.evidence.store import ObjectStore, write_atomic
+    from rungbench.report import render_report
+    from rungbench.report.inputs import INDEX, INDEX_SCHEMA, OBJECTS
+
+    store = ObjectStore(workdir / OBJECTS)
+    objects = {key: store.put_json(doc) for o in outcomes if o.result is not None
+               for key, doc in sorted(o.result.report.items())}
+    index = {"schema": INDEX_SCHEMA, "objects": dict(sorted(objects.items())),
+             "study": STUDY if (workdir / STUDY).exists() else None,
+             "stage": LABEL_STAGE if (workdir / LABEL_STAGE).exists() else None}
+    write_atomic(workdir / INDEX, canonical_bytes(index), overwrite=True)
+    return render_report(workdir)
+
+
+def demo_document(workdir: Path, outcomes: list[StageOutcome],
+                  report: dict[str, Any] | None = None) -> dict[str, Any]:
     """The one JSON document of ``rungbench demo --json``."""
     return {
         "workdir": str(workdir),
         "stages": {o.stage.title: o.to_json() for o in outcomes},
-        "ok": all(o.ok for o in outcomes),
+        "report": report,
+        "ok": all(o.ok for o in outcomes) and report is not None,
     }

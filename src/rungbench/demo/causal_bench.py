@@ -1,7 +1,14 @@
-"""Demo stage: build a small dev split, evaluate the oracle and the rung-1 agent, report."""
+"""Demo stage: build a small dev split, evaluate the oracle and the rung-1 agent, report.
+
+The bench and both scored runs are sealed directories: built once, then verified
+(:func:`~rungbench.causal.bench.verified.open_bench`, :func:`~rungbench.causal.bench.
+verified.open_run`) and reused on a later run. The two run reports (accuracy per rung
+with cluster intervals, the identification table, failure labels) go to the HTML report.
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -9,32 +16,71 @@ from typing import Any
 from rungbench.causal.bench.audit import audit_bench
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import evaluate
+from rungbench.causal.bench.leaks import scan_bench
 from rungbench.causal.bench.report import build_report
+from rungbench.causal.bench.verified import bench_cases, open_bench, open_run
 from rungbench.demo import StageResult
+
+WORLDS = 26
+"""Dev worlds of the demo bench."""
+SEED = 20261003
+"""Seed of the demo bench."""
+AGENTS = {"reference:oracle": "run_oracle", "reference:rung1": "run_rung1"}
+"""Reference agent → its run folder under ``<workdir>/causal``."""
+
+
+def _bench(bench: Path) -> tuple[dict[str, Any], bool]:
+    if bench.exists():
+        cases = bench_cases(open_bench(bench))
+        return {"n_worlds": len({c.world_id for c in cases}), "n_cases": len(cases),
+                "leak_scan_ok": scan_bench(bench).ok}, True
+    built = build_split("dev", WORLDS, SEED, bench)
+    return {"n_worlds": built["n_worlds"], "n_cases": built["n_cases"],
+            "leak_scan_ok": built["leak_scan"]["ok"]}, False
+
+
+def _run(bench: Path, agent: str, run: Path) -> tuple[dict[str, Any], bool]:
+    if run.exists():
+        sealed = open_run(run)
+        summary: dict[str, Any] = json.loads(sealed.read("summary.json"))
+        return summary, True
+    return evaluate(bench, agent, run), False
+
+
+def report_document(run: Path, agent: str) -> dict[str, Any]:
+    """The run report as the HTML report stores it (the run named by agent, not by path)."""
+    report = build_report(run)
+    report["run"] = agent
+    return report
 
 
 def run(workdir: Path) -> StageResult:
-    """Build 26 dev worlds, score two reference agents, compare them, audit the bench."""
+    """Build (or verify) 26 dev worlds, score two reference agents, compare, audit."""
     start = time.perf_counter()
-    bench = workdir / "causal_bench"
-    # The demo owns its workdir: re-running it there replaces its own bench and runs.
-    built = build_split("dev", 26, 20261003, bench, force=True)
-    oracle = evaluate(bench, "reference:oracle", workdir / "run_oracle", force=True)
-    rung1 = evaluate(bench, "reference:rung1", workdir / "run_rung1", force=True)
-    report = build_report(workdir / "run_rung1", workdir / "run_oracle")
+    root = workdir / "causal"
+    bench = root / "bench"
+    built, bench_reused = _bench(bench)
+    summaries, reused = {}, {"bench": bench_reused}
+    for agent, folder in AGENTS.items():
+        summaries[agent], reused[agent] = _run(bench, agent, root / folder)
+    paired = build_report(root / AGENTS["reference:rung1"], root / AGENTS["reference:oracle"])
     audits = audit_bench(bench)
+    rung1 = summaries["reference:rung1"]
     summary = {
         "worlds": built["n_worlds"], "cases": built["n_cases"],
-        "leak_scan_ok": built["leak_scan"]["ok"],
-        "oracle_accuracy": accuracy(oracle),
+        "leak_scan_ok": built["leak_scan_ok"],
+        "oracle_accuracy": accuracy(summaries["reference:oracle"]),
         "rung1_accuracy": accuracy(rung1),
         "rung1_signature": rung1.get("signature"),
-        "rung1_minus_oracle": report["paired"]["delta"],
+        "rung1_minus_oracle": paired["paired"]["delta"],
         "listing_order_after": audits["listing_order"]["after"]["rate"],
         "skin_pairs_mismatched": audits["skin_structure"]["mismatched"],
+        "reused": reused,
         "seconds": round(time.perf_counter() - start, 2),
     }
-    return StageResult(summary)
+    documents = {f"causal:{agent}": report_document(root / folder, agent)
+                 for agent, folder in AGENTS.items()}
+    return StageResult(summary, report=documents)
 
 
 def accuracy(summary: dict[str, Any]) -> float:

@@ -7,7 +7,6 @@ multi-run census, with its exclusion table).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +32,13 @@ def run(workdir: Path) -> StageResult:
         docs[folder.name] = census_path(folder)
     docs["corpus"] = census_path(data)
     corpus = workdir / "chess_census_harness"
-    shutil.rmtree(corpus, ignore_errors=True)
-    cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=40)
-    play_corpus(corpus, ScriptedAgent(REFERENCE_SCRIPT, seed=0), RandomOpponent(0), cfg, games=6)
+    if not corpus.exists():  # played once; a later run censuses (and so verifies) it again
+        cfg = HarnessConfig(dispatcher=version("llmchess-2025-08"), max_plies=40)
+        play_corpus(corpus, ScriptedAgent(REFERENCE_SCRIPT, seed=0), RandomOpponent(0), cfg,
+                    games=6)
     docs["harness"] = census_path(corpus)
-    return StageResult({name: brief(doc) for name, doc in docs.items()}, docs)
+    return StageResult({name: brief(doc) for name, doc in docs.items()}, docs,
+                       report={f"census:{name}": doc for name, doc in docs.items()})
 
 
 def brief(doc: dict[str, Any]) -> dict[str, Any]:

@@ -36,5 +36,7 @@ def run(workdir: Path) -> StageResult:
         if ours != SEED_TABLE[key]:
             mismatched.append(f"{key[0]} x {key[1]}: {ours} vs seed {SEED_TABLE[key]}")
     failure = "demonstration table differs: " + "; ".join(mismatched) if mismatched else None
+    # the report stores the audit without its wall time, so a re-run gives the same digest
+    stored = {k: v for k, v in doc.items() if not k.startswith("seconds")}
     return StageResult({"table": table, "verdict": doc["verdict"], "written": str(out)},
-                       doc, failure)
+                       doc, failure, report={"instrument": stored})

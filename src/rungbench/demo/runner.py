@@ -17,15 +17,40 @@ from rungbench.chess import reference_agents as chess_agents
 from rungbench.chess.studies.move_choice import puzzle_schedule
 from rungbench.demo import StageResult
 from rungbench.errors import InputError
+from rungbench.evidence.canonical import canonical_bytes, loads_canonical
 from rungbench.evidence.paths import shared_data_dir
+from rungbench.evidence.store import write_atomic
 from rungbench.execute.events import read_events
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import RunSummary, create_run, describe_agent, execute_run, verify_run
 
+SUMMARY = "demo-summary.json"
+"""The stage's summary, kept beside the run so a later demo can verify and reuse both."""
+
 
 def run(workdir: Path) -> StageResult:
-    """Run 12 puzzles through the real openai client against a loopback server, resume once."""
+    """Run 12 puzzles through the real openai client on loopback, resume once; or verify the
+    finished run of an earlier demo and reuse it."""
+    base = workdir / "run-demo"
+    if (base / SUMMARY).is_file():
+        return _reuse(base)
+    result = _first_run(workdir)
+    write_atomic(base / SUMMARY, canonical_bytes(result.summary), overwrite=True)
+    return result
 
+
+def _reuse(base: Path) -> StageResult:
+    summary = loads_canonical((base / SUMMARY).read_bytes(), path=str(base / SUMMARY))
+    run_dir = base / "runs" / Path(str(summary["run_dir"])).name  # the folder may have moved
+    check = verify_run(run_dir, chess_agents.validate_move)
+    if not check.ok:
+        raise InputError(f"the demo run is unfinished: {'; '.join(check.problems)}",
+                         path=str(run_dir))
+    summary = {**summary, "run_dir": str(run_dir), "reused": True}
+    return StageResult(summary, None)
+
+
+def _first_run(workdir: Path) -> StageResult:
     schedule = puzzle_schedule(_puzzles(), limit=12)
     key = "sk-demo-" + os.urandom(8).hex()
     digests = [c.request.payload_digest() for c in schedule]

@@ -1,0 +1,446 @@
+"""The report's sections, each a pure function of verified :class:`~.inputs.Inputs` → HTML.
+
+Every number is printed beside a link to the digest of the object it came from (the
+object inventory at the end of the page) or, for analysis estimates, the digest of the
+exact rows it was computed from. A section whose inputs are absent says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from rungbench.chess.studies.wording import DOES_NOT_PROVE
+from rungbench.report.html import absent, esc, interval, num, paragraph, ref, sub, table, verdict
+from rungbench.report.inputs import Inputs, Source
+from rungbench.report.plots import Point, coverage_selection, forest
+
+Section = tuple[str, str, Callable[[Inputs], str]]
+"""(anchor, title, renderer)."""
+
+
+def _from(source: Source) -> str:
+    return f'<p class="note">From {esc(source.key)} {ref(source.digest)}.</p>'
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def reading(inputs: Inputs) -> str:
+    """What was measured and how to read the page."""
+    parts = [paragraph(
+        "rungbench measures agents by controlled intervention, not by score alone. This page "
+        "collects one study's verified outputs. Each number links to the digest of the "
+        "object it came from; the inventory at the end lists every object, where it was read "
+        "from and how it was verified before this page was written."),
+        paragraph(
+        "The chess study answers two questions of the seeds: did revealing the board or the "
+        "legal-move list change WDL regret (A105, a byte-matched 2×2 factorial, read through "
+        "seven claim gates), and is an agent short of ideas or of vision (E020/E021 coverage × "
+        "conditional selection, E023 distractor arms at fixed width). The causal benchmark "
+        "asks whether an agent answers each rung's question (observation, intervention, "
+        "counterfactual) or correctly declines it, and the C0–C5 control matrix asks whether "
+        "the instrument itself can see a present edge before any graph number is read."),
+        paragraph(
+        "Agents in the demo are planted mechanisms and reference agents: controlled inputs "
+        "that validate the instrument. Their numbers are not claims about any model. A "
+        "section that has no input in this directory says so rather than disappearing.")]
+    kinds: dict[str, list[Source]] = defaultdict(list)
+    for source in inputs.all():
+        kinds[source.key.split(":", 1)[0]].append(source)
+    rows = [[esc(kind), num(len(found)), " ".join(ref(s.digest) for s in found[:6])
+             + (" …" if len(found) > 6 else ""), esc(found[0].verified)]
+            for kind, found in kinds.items()]
+    parts.append(table(["input", "objects", "digests", "verified by"], rows,
+                       numeric=(1,), table_id="inputs"))
+    return "\n".join(parts)
+
+
+# -------------------------------------------------------------------------------- A104
+
+
+def a104(inputs: Inputs) -> str:
+    """The A104 transition table: the pooled corpus in full, every other census in brief."""
+    if not inputs.census:
+        return absent("no A104 census (rungbench chess census) was run")
+    parts = [paragraph(
+        "A104 replays the historical dispatcher over frozen transcripts and counts what "
+        "followed each same-position tool call. The agent chose when to call its tools, so "
+        "these rates describe a policy's chronology; they are not effects of the tools.")]
+    main = next((s for s in inputs.census if s.key == "census:corpus"), inputs.census[0])
+    doc = main.document
+    counts = doc["counts"]
+    rows = [[esc(r["prior"]), num(r["transitions"]), num(r["accepted"]),
+             num(r["rate"], ".4f"), interval(r.get("ci"), ".4f"), ref(main.digest)]
+            for r in doc["transition_table"]]
+    parts.append(f"<h3>{esc(main.key.removeprefix('census:'))}</h3>")
+    parts.append(table(["prior response", "same-position transitions",
+                        "next accepted legal command", "rate", "95% interval", "source"],
+                       rows, numeric=(1, 2, 3), table_id="a104"))
+    parts.append(f'<p class="note">{num(counts["eligible_attempts"])} eligible attempts, '
+                 f'{num(counts["position_chains"])} position chains, '
+                 f'{num(counts["source_games"])} source games; census digest '
+                 f'{sub(doc.get("digest"), main.digest)}.</p>')
+    others = [s for s in inputs.census if s is not main]
+    if others:
+        priors = [r["prior"] for r in doc["transition_table"]]
+        brief = []
+        for source in others:
+            by_prior = {r["prior"]: r for r in source.document["transition_table"]}
+            cells = [f"{num(by_prior[p]['accepted'])}/{num(by_prior[p]['transitions'])}"
+                     if p in by_prior else "—" for p in priors]
+            brief.append([esc(source.key.removeprefix("census:")),
+                          num(source.document["counts"]["eligible_attempts"]), *cells,
+                          ref(source.digest)])
+        parts.append("<h3>Each census (accepted / transitions)</h3>")
+        parts.append(table(["corpus", "eligible attempts", *priors, "source"], brief,
+                           numeric=tuple(range(1, len(priors) + 2)), table_id="a104-each"))
+    boundary = doc.get("claim_boundary")
+    if boundary:
+        parts.append(f'<p class="null">{esc(boundary)}</p>')
+    return "\n".join(parts)
+
+
+# -------------------------------------------------------------------------------- A105
+
+
+def _a105_docs(inputs: Inputs) -> list[Source]:
+    return [s for s in inputs.analyses if "a105" in s.document]
+
+
+def a105(inputs: Inputs) -> str:
+    """A105 effects, the claim-gate table and the narrow wording."""
+    docs = _a105_docs(inputs)
+    if not docs:
+        return absent("no A105 analysis (bind A105, run, evaluate, analyse)")
+    parts = [paragraph(
+        "Effects are benefits: positive means WDL regret fell when the panel's true content "
+        "was revealed. Board main effect = ½([R(0,0) − R(1,0)] + [R(0,1) − R(1,1)]); "
+        "intervals come from a cluster bootstrap at source game; only held-out positions "
+        "support primary claims.")]
+    for source in docs:
+        a = source.document["a105"]
+        parts.append(f'<p class="note">{esc(source.document.get("role", ""))}; cell table '
+                     f'{sub(source.document.get("table"), source.digest)}; analysis '
+                     f"{ref(source.digest)}.</p>")
+        parts.append(_claims(a, source.digest))
+        bars = []
+        for r in a["results"]:
+            rows = []
+            for name, e in r["primary"].items():
+                rows.append([esc(name), num(e["mean"], "+.4f"), interval([e["low"], e["high"]],
+                                                                         "+.4f"),
+                             num(e["p"], ".4f"), num(e["n_positions"]), num(e["n_games"]),
+                             sub(e["source"], source.digest)])
+                if name in ("main_b", "main_l", "interaction"):
+                    bars.append((f"{r['model']} · {r['split']} · {name}", e["mean"], e["low"],
+                                 e["high"]))
+            parts.append(f"<h3>{esc(r['model'])} · {esc(r['split'])}</h3>")
+            parts.append(table(["estimand", "benefit", "95% interval", "p", "positions",
+                                "games", "source"], rows, numeric=(1, 3, 4, 5),
+                               table_id=f"a105-{r['model']}-{r['split']}"))
+            parts.append(_cell_means(r, source.digest))
+        parts.append(forest(bars, xlabel="benefit (regret fall), 95% interval"))
+    return "\n".join(parts)
+
+
+def _cell_means(r: dict[str, Any], parent: str) -> str:
+    rows = []
+    for c, m in r["cell_means"].items():
+        legal = r.get("legal_only", {}).get("cells", {}).get(c, {})
+        cat = r.get("catastrophic", {}).get(c, {}).get("all", {})
+        rows.append([esc(c), num(m["mean_regret"], ".4f"), num(legal.get("mean_regret"), ".4f"),
+                     num(cat.get("rate"), ".4f"), sub(m.get("source"), parent)])
+    return table(["condition", "mean regret, all requests",
+                  "legal submissions only (not randomized)", "catastrophic rate", "source"],
+                 rows, numeric=(1, 2, 3))
+
+
+def _claims(a: dict[str, Any], parent: str) -> str:
+    parts = ["<h3>Claim gates</h3>"]
+    gate_rows = []
+    for c in a["claims"]:
+        cells = {g["gate"]: verdict(bool(g["passed"])) for g in c["gates"]}
+        gate_rows.append([esc(c["model"]), esc(c["factor"]), *[cells.get(n, "—")
+                                                              for n in range(1, 8)],
+                          esc(c["verdict"])])
+    parts.append(table(["model", "factor", *[f"gate {n}" for n in range(1, 8)], "verdict"],
+                       gate_rows, table_id="claim-gates"))
+    parts.append('<p class="note">Gates (seed 000): 1 held-out main effect survives Holm in '
+                 "the beneficial direction; 2 both simple effects agree; 3 no material "
+                 "reversal across order, route, weighting, clusters or attrition bounds; 4 "
+                 "prompt bytes differ only at registered offsets; 5 one tool schema and one "
+                 "action universe; 6 legal-only and all-request results shown together; 7 "
+                 "the effect exists for the named model on held-out positions.</p>")
+    for c in a["claims"]:
+        css = {"claim": "claim", "blocked": "blocked"}.get(c["verdict"], "null")
+        caveats = ""
+        if c["verdict"] == "claim":
+            caveats = "<br>It does not prove:<ul>" + "".join(
+                f"<li>{esc(x)}</li>" for x in DOES_NOT_PROVE) + "</ul>"
+        parts.append(f'<div class="{css}"><strong>{esc(c["model"])} · {esc(c["factor"])}: '
+                     f'{esc(c["verdict"])}</strong><br>{esc(c["text"])}{caveats}</div>')
+    for factor, p in a.get("pooled_headline", {}).items():
+        parts.append(f'<p class="note">Pooled {esc(factor)} {num(p["pooled_mean"], "+.4f")} '
+                     f'{interval([p["low"], p["high"]], "+.4f")} {sub(p["source"], parent)}: '
+                     f'{esc(p["verdict"])} (a pooled cross-model average is never a claim).</p>')
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------- coverage × selection
+
+
+def _profiles(inputs: Inputs) -> list[tuple[Source, dict[str, Any]]]:
+    return [(s, p) for s in inputs.analyses for p in s.document.get("stages", [])]
+
+
+def coverage(inputs: Inputs) -> str:
+    """E020/E021: coverage × conditional selection, with seed 001's 31.5% example."""
+    parts = [paragraph(
+        "Seed 001: two agents find the best move 31.5% of the time. One proposes it in 35% of "
+        "its shortlists and picks it 90% of the time when shown (ideas-limited); the other "
+        "proposes it 90% of the time and picks it 35% (vision-limited). 0.35 × 0.90 = 0.90 × "
+        "0.35 = 0.315: the score alone cannot tell them apart. The ladder measures the two "
+        "stages separately: coverage C from the agent's own shortlist, selection S from "
+        "oracle lists that guarantee the best move is shown.")]
+    profiles = _profiles(inputs)
+    points = []
+    rows = []
+    for source, p in profiles:
+        f = p["figures"]
+        cov = f.get("coverage")
+        sel = f.get("selection:oracle_top5") or next(
+            (v for k, v in f.items() if k.startswith("selection:")), None)
+        if cov and sel and cov.get("estimate") is not None and sel.get("estimate") is not None:
+            points.append(Point(f"{p['model']} · {p['split']}", cov["estimate"],
+                                (cov["low"], cov["high"]), sel["estimate"],
+                                (sel["low"], sel["high"])))
+        for name, fig in f.items():
+            pair = fig.get("clopper_pearson") if "low" not in fig else [fig["low"], fig["high"]]
+            rows.append([esc(p["model"]), esc(p["split"]), esc(name),
+                         num(fig.get("estimate"), ".3f"), interval(pair),
+                         sub(fig.get("source"), source.digest)])
+    if not profiles:
+        return "\n".join([absent("no E020/E021 analysis; the plot shows the seed's example "
+                                 "only"), *parts, coverage_selection(points)])
+    parts.append(coverage_selection(points))
+    parts.append(table(["model", "split", "figure", "estimate", "95% interval", "source"], rows,
+                       numeric=(3,), table_id="coverage-selection"))
+    for source, p in profiles:
+        parts.append(f"<p><strong>{esc(p['model'])} · {esc(p['split'])}: {esc(p['label'])}"
+                     f"</strong> — {esc(p.get('label_meaning', ''))} ({ref(source.digest)})</p>")
+    return "\n".join(parts)
+
+
+# -------------------------------------------------------------------------------- E023
+
+
+def e023(inputs: Inputs) -> str:
+    """E023 contrasts and the rank × slot exposure balance of its bound orders."""
+    results = [(s, r) for s in inputs.analyses for r in s.document.get("e023", [])]
+    bindings = [b for b in inputs.bindings if b.document.get("design", {}).get("id") == "E023"]
+    if not results and not bindings:
+        return absent("no E023 binding or analysis")
+    parts = [paragraph(
+        "E023 holds proposer rank 1 and width five fixed and varies only the strength of the "
+        "other four candidates; the primary contrast is near_strong − far_tail in WDL regret "
+        "(two-sided α 0.05), secondaries under Benjamini–Hochberg.")]
+    rows = []
+    for source, r in results:
+        p = r["primary"]
+        rows.append([esc(r["model"]), esc(r["split"]), esc(p["contrast"]),
+                     num(p["mean"], "+.4f"), interval([p["low"], p["high"]], "+.4f"),
+                     num(p["p"], ".4f"), esc("rejected" if p["rejected"] else "not rejected"),
+                     sub(p["source"], source.digest)])
+        for name, s in r["secondaries"].items():
+            rows.append([esc(r["model"]), esc(r["split"]), esc(name), num(s["mean"], "+.4f"),
+                         interval([s["low"], s["high"]], "+.4f"), num(s["bh_q"], ".4f"),
+                         esc("secondary (BH q)"), sub(s["source"], source.digest)])
+    if rows:
+        parts.append(table(["model", "split", "contrast", "estimate", "95% interval", "p / q",
+                            "verdict", "source"], rows, numeric=(3, 5), table_id="e023"))
+    else:
+        parts.append(absent("no E023 analysis"))
+    for b in bindings:
+        parts.append(_exposure(b))
+    return "\n".join(parts)
+
+
+def _exposure(binding: Source) -> str:
+    counts: dict[str, dict[tuple[int, int], int]] = defaultdict(lambda: defaultdict(int))
+    for arm, per_position in binding.document.get("ranks_by_slot", {}).items():
+        for presentations in per_position:
+            for ranks in presentations:
+                for slot, rank in enumerate(ranks):
+                    counts[arm][(int(rank), slot)] += 1
+    rows = []
+    for arm, cells in counts.items():
+        values = list(cells.values())
+        ranks = sorted({r for r, _ in cells})
+        slots = sorted({s for _, s in cells})
+        full = [cells.get((r, s), 0) for r in ranks for s in slots]
+        rows.append([esc(arm), num(len(ranks)), num(len(slots)), num(min(full)), num(max(full)),
+                     num(max(full) - min(full)), num(sum(values)), ref(binding.digest)])
+    return ("<h3>Exposure balance of the bound orders</h3>" + table(
+        ["arm", "ranks", "slots", "min rank×slot count", "max", "imbalance", "exposures",
+         "source"], rows, numeric=(1, 2, 3, 4, 5, 6), table_id="e023-exposure"))
+
+
+# -------------------------------------------------------------------------- label flow
+
+
+def label_flow(inputs: Inputs) -> str:
+    """Pool → two-pass labels → exclusions → the frozen manifest."""
+    if inputs.flow is None and inputs.manifest is None:
+        return absent("no label stage or frozen manifest")
+    parts = []
+    if inputs.flow is not None:
+        f = inputs.flow.document
+        d = inputs.flow.digest
+        parts.append(table(["planned positions", "planned passes", "labelled", "excluded",
+                            "source"], [[num(f["planned_positions"]), num(f["planned_passes"]),
+                                         num(f["labelled"]), num(f["excluded"]), ref(d)]],
+                           numeric=(0, 1, 2, 3), table_id="label-flow"))
+        parts.append(table(["class", "positions", "source"],
+                           [[esc(k), num(v), ref(d)] for k, v in f["labels"].items()],
+                           numeric=(1,)))
+        parts.append(table(["exclusion reason", "positions", "source"],
+                           [[esc(k), num(v), ref(d)] for k, v in f["exclusions"].items()],
+                           numeric=(1,), table_id="exclusions"))
+        parts.append('<p class="note">Disagreement between the two cleared-hash passes is '
+                     "exclusion, never a third pass (seed 002).</p>")
+    else:
+        parts.append(absent("the label stage's flow report (pass --stage)"))
+    if inputs.manifest is not None:
+        m = inputs.manifest.document
+        rows = [[esc(q["cell"]), num(q["available"]), num(q["quota"]), num(q["short"]),
+                 ref(inputs.manifest.digest)] for q in m.get("quota_table", [])]
+        parts.append("<h3>Frozen manifest quotas</h3>")
+        parts.append(table(["partition / class / colour", "available", "quota", "short",
+                            "source"], rows, numeric=(1, 2, 3), table_id="quotas"))
+    return "\n".join(parts)
+
+
+# ----------------------------------------------------------------------- causal: rungs
+
+
+def rungs(inputs: Inputs) -> str:
+    """Causal benchmark accuracy per rung, with per-case and over-worlds intervals."""
+    if not inputs.causal:
+        return absent("no causal benchmark run report")
+    parts = [paragraph(
+        "Rung 1 asks what seeing X says about Y, rung 2 what setting X does, rung 3 what "
+        "would have happened in this episode. Intervals: Clopper–Pearson per case, and a "
+        "cluster bootstrap resampling whole worlds (a world's items move together).")]
+    rows = []
+    for s in inputs.causal:
+        agent = s.key.removeprefix("causal:")
+        for rung, a in s.document["by_rung"].items():
+            rows.append([esc(agent), esc(rung), f"{num(a['k'])}/{num(a['n'])}",
+                         num(a["n_worlds"]), num(a["accuracy"]), interval(a["ci95"]),
+                         interval(a["ci95_cluster_bootstrap"]), ref(s.digest)])
+    parts.append(table(["agent", "rung", "right / cases", "worlds", "accuracy",
+                        "95% per case", "95% over worlds", "source"], rows, numeric=(3, 4),
+                       table_id="rung-accuracy"))
+    return "\n".join(parts)
+
+
+def identification(inputs: Inputs) -> str:
+    """The three-way identification table (truth × response) per agent."""
+    if not inputs.causal:
+        return absent("no causal benchmark run report")
+    parts = [paragraph(
+        "Each response falls in exactly one cell. Answering a witness-backed "
+        "non-identifiable item with a value is a false answer, however plausible.")]
+    for s in inputs.causal:
+        ident = s.document["identification"]
+        columns = list(next(iter(ident.values()))) if ident else []
+        rows = [[esc(truth), *[num(cells[c]) for c in columns], ref(s.digest)]
+                for truth, cells in ident.items()]
+        parts.append(f"<h3>{esc(s.key.removeprefix('causal:'))}</h3>")
+        parts.append(table(["truth \\ response", *columns, "source"], rows,
+                           numeric=tuple(range(1, len(columns) + 1)),
+                           table_id=f"identification-{s.key}"))
+    return "\n".join(parts)
+
+
+def controls(inputs: Inputs) -> str:
+    """The C0–C5 control matrix per case tag, for each query × scorer."""
+    s = inputs.instrument
+    if s is None:
+        return absent("no C0–C5 instrument audit")
+    doc = s.document
+    parts = [paragraph(
+        "Each condition changes only the graph's contents; query, harness and scorer are "
+        "byte-identical. C1–C3 must recover every target and C4/C5 must accept nothing, or "
+        "the C0 number measures the instrument, not the graph."),
+        f'<p class="null">{esc(doc.get("verdict", ""))}</p>']
+    for row in doc["rows"]:
+        per_tag = row.get("per_tag", {})
+        conditions = list(next(iter(per_tag.values()))) if per_tag else []
+        rows = [[esc(tag), *[esc(v) for v in values.values()], ref(s.digest)]
+                for tag, values in per_tag.items()]
+        parts.append(f"<h3>{esc(row['query'])} query × {esc(row['scorer'])} scorer: "
+                     f"{'valid' if row.get('instrument_valid') else 'not valid'}</h3>")
+        parts.append(table(["tag", *conditions, "source"], rows,
+                           table_id=f"controls-{row['query']}-{row['scorer']}"))
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- hazards
+
+
+def hazards(inputs: Inputs) -> str:
+    """Reliability outcomes: condition × route failure hazards of every evaluated run."""
+    if not inputs.evaluations:
+        return absent("no published evaluation")
+    parts = [paragraph(
+        "Provider and network failures are reliability outcomes: missing observations, "
+        "retried only in the identical frozen cell; illegal, malformed and refused answers "
+        "are model failures and carry maximal regret.")]
+    rows = []
+    for s in inputs.evaluations:
+        summary = s.document["summary"]
+        classes = summary.get("classes", {})
+        model_failures = sum(classes.get(k, 0) for k in ("illegal", "malformed", "refusal",
+                                                         "missing"))
+        for h in summary.get("hazard", []):
+            rows.append([esc(s.key.removeprefix("evaluation:")), esc(h.get("condition")),
+                         esc(h.get("route")), num(h.get("cells")), num(h.get("missing")),
+                         num(h.get("hazard"), ".3f"), num(model_failures), ref(s.digest)])
+    parts.append(table(["run", "condition / arm", "route", "cells", "reliability missing",
+                        "hazard", "model failures in run", "source"], rows,
+                       numeric=(3, 4, 5, 6), table_id="hazards"))
+    for source in _a105_docs(inputs):
+        for r in source.document["a105"]["results"]:
+            att = r["attrition"]
+            parts.append(f'<p class="note">A105 {esc(r["model"])} · {esc(r["split"])}: '
+                         f'{num(att["missing"])}/{num(att["cells"])} cells missing; '
+                         f'differential attrition {esc("yes" if att["differential"] else "no")}'
+                         f' ({ref(source.digest)}).</p>')
+    return "\n".join(parts)
+
+
+def inventory(inputs: Inputs) -> str:
+    """Every object this page's numbers came from, with its full digest (the link targets)."""
+    rows = [[f'<span id="obj-{esc(s.digest.removeprefix("sha256:"))}"><code>'
+             f"{esc(s.digest)}</code></span>", esc(s.key), f"<code>{esc(s.path)}</code>",
+             esc(s.verified)] for s in inputs.all()]
+    return table(["digest", "object", "read from", "verified by"], rows, table_id="objects")
+
+
+SECTIONS: tuple[Section, ...] = (
+    ("reading", "What was measured and how to read it", reading),
+    ("a104", "A104: transitions after the agent's own tool calls", a104),
+    ("a105", "A105: board and legal-list effects, claim gates, wording", a105),
+    ("coverage", "Coverage × selection (E020/E021)", coverage),
+    ("e023", "E023: distractor contrasts and exposure balance", e023),
+    ("labels", "Label flow and exclusion reasons", label_flow),
+    ("rungs", "Rung accuracy with cluster intervals", rungs),
+    ("identification", "Identification table", identification),
+    ("controls", "C0–C5 control matrix per tag", controls),
+    ("hazards", "Reliability hazards", hazards),
+    ("objects", "Objects", inventory),
+)
+"""The report's sections, in page order."""

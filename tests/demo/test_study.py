@@ -1,0 +1,72 @@
+"""The study demo stage (rungbench.demo.study), reduced: E023 with one planted selector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rungbench.demo import StageResult
+from rungbench.demo.study import run, study_dir
+from rungbench.design.registry import load_design
+from rungbench.report import render_report
+
+PLAN = (("demo_e023", (("planted-diffuse", "e023:diffuse"),), False),)
+"""One binding, one model: 24 positions x 4 arms x 2 presentations = 192 cells."""
+
+
+def test_study_runs_evaluates_analyses_then_reuses(labelled: tuple[Path, StageResult]) -> None:
+    """Freeze → bind → authorize → run → evaluate → analyse, then a re-run sends nothing and
+    reproduces every digest; the report reads the study and its label stage."""
+    workdir, _ = labelled
+    first = run(workdir, plans=PLAN, depth=3).summary
+    binding = first["bindings"]["demo_e023"]
+    (entry,) = binding["runs"]
+    assert first["manifest_counts"] == {"development": 12, "held_out": 12, "training": 6}
+    assert entry["cells"] == 192 and entry["sent_now"] == 192
+    assert entry["evaluation"]["role"] == "different-family evaluator"
+    assert entry["evaluation"]["evaluator"].startswith("Ethereal")
+    assert set(binding["analysis"]["e023"]) == {"planted-diffuse:development",
+                                               "planted-diffuse:held_out"}
+    again = run(workdir, plans=PLAN, depth=3).summary
+    (rerun,) = again["bindings"]["demo_e023"]["runs"]
+    assert again["manifest_reused"] and rerun["sent_now"] == 0
+    assert rerun["evaluation"]["reused"] and again["bindings"]["demo_e023"]["analysis_reused"]
+    assert (again["manifest"], again["authorization"], binding["binding"]) == (
+        first["manifest"], first["authorization"], again["bindings"]["demo_e023"]["binding"])
+    assert rerun["evaluation"]["evaluation"] == entry["evaluation"]["evaluation"]
+    stage = workdir / "chess-study" / "labels" / "label-stage"
+    report = render_report(study_dir(workdir), stage=stage)
+    assert report["sections"]["e023"] == report["sections"]["labels"] == "present"
+    assert report["sections"]["hazards"] == "present"
+    assert report["sections"]["a105"] == "absent"
+
+
+DEMO_CHANGES = {
+    "demo_a105": {("schedule", "models"), ("schedule", "positions_development"),
+                  ("schedule", "positions_held_out"), ("schedule", "positions_training_excluded"),
+                  ("schedule", "planned_cells"), ("schedule", "planned_requests_per_model"),
+                  ("analysis", "primary_tests"), ("mde", "n"), ("mde", "clusters")},
+    "demo_e020_e021": {("manifest", "positions"), ("manifest", "quota"), ("schedule", "models"),
+                       ("schedule", "partitions"), ("cells", "move_choice"), ("cells", "probes"),
+                       ("cells", "choice"), ("cells", "total")},
+    "demo_e023": {("schedule", "positions")},
+}
+"""Per demo preset, the only (table, key) pairs that may differ from the registered preset."""
+
+
+@pytest.mark.parametrize("name", sorted(DEMO_CHANGES))
+def test_demo_presets_differ_from_the_registered_only_where_stated(name: str) -> None:
+    """A demo preset is its registered preset at demo size: any other difference (say, a
+    constant the registered preset gained later) fails here."""
+    demo = load_design(name).document
+    registered = load_design(name.removeprefix("demo_")).document
+    assert set(demo) == set(registered)
+    differing = set()
+    for table, value in registered.items():
+        if isinstance(value, dict):
+            assert set(demo[table]) == set(value), table
+            differing |= {(table, k) for k in value if demo[table][k] != value[k]}
+        elif demo[table] != value:
+            differing.add((table, ""))
+    assert differing <= DEMO_CHANGES[name]

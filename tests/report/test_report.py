@@ -1,0 +1,101 @@
+"""The static report (rungbench.report): sections, digests, escaping, fail-closed reading."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from tests.report.report_fixtures import HOSTILE, small_demo_dir
+
+from rungbench.errors import InputError, IntegrityError
+from rungbench.evidence.canonical import loads_canonical
+from rungbench.evidence.store import ObjectStore
+from rungbench.report import render_report
+from rungbench.report.inputs import INDEX, OBJECTS
+
+TABLES = ("inputs", "a104", "claim-gates", "coverage-selection", "e023",
+          "rung-accuracy", "identification-causal:reference:rung1",
+          "controls-fixed-strict", "objects")
+"""Tables the small fixture's page must hold."""
+
+
+@pytest.fixture
+def demo_dir(tmp_path: Path) -> Path:
+    """The small demo-layout folder."""
+    return small_demo_dir(tmp_path / "demo")
+
+
+def test_page_holds_every_present_section_and_names_the_absent(demo_dir: Path) -> None:
+    """Present inputs give their tables; the study's missing inputs are said to be absent."""
+    summary = render_report(demo_dir)
+    html = Path(summary["report"]).read_text(encoding="utf-8")
+    for table_id in TABLES:
+        assert f'<table id="{table_id}">' in html, table_id
+    assert summary["sections"]["labels"] == "absent"
+    assert summary["sections"]["hazards"] == "absent"
+    assert summary["sections"]["a105"] == "present"
+    assert html.count("Not in this study") == 2
+    assert "<script" not in html.replace("&lt;script", "")
+    assert HOSTILE not in html and "planted-&lt;script&gt;" in html
+
+
+def test_every_digest_link_has_its_inventory_entry(demo_dir: Path) -> None:
+    """Each #obj-… link points at an inventory anchor, and each object is linked."""
+    html = Path(render_report(demo_dir)["report"]).read_text(encoding="utf-8")
+    links = set(re.findall(r'href="#obj-([0-9a-f]{64})"', html))
+    anchors = set(re.findall(r'id="obj-([0-9a-f]{64})"', html))
+    assert links and links <= anchors
+    index = loads_canonical((demo_dir / INDEX).read_bytes())
+    assert {d.removeprefix("sha256:") for d in index["objects"].values()} <= links
+
+
+def test_same_inputs_give_the_same_bytes(demo_dir: Path, tmp_path: Path) -> None:
+    """Two renders of the same inputs (to two folders) are byte-identical."""
+    first = render_report(demo_dir)
+    second = render_report(demo_dir, out=tmp_path / "elsewhere")
+    assert first["digest"] == second["digest"]
+    assert Path(first["report"]).read_bytes() == Path(second["report"]).read_bytes()
+
+
+def test_a_changed_object_refuses_and_writes_nothing(demo_dir: Path) -> None:
+    """Flipping a byte of a stored input raises IntegrityError; no page appears."""
+    index = loads_canonical((demo_dir / INDEX).read_bytes())
+    hex_ = index["objects"]["instrument"].removeprefix("sha256:")
+    path = ObjectStore(demo_dir / OBJECTS).path_for(f"sha256:{hex_}")
+    data = bytearray(path.read_bytes())
+    data[10] ^= 1
+    path.chmod(0o644)
+    path.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError):
+        render_report(demo_dir)
+    assert not (demo_dir / "report" / "index.html").exists()
+
+
+def test_an_unknown_input_kind_refuses(demo_dir: Path) -> None:
+    """An index naming an input kind the report does not know is bad input, named."""
+    text = (demo_dir / INDEX).read_text().replace('"instrument"', '"mystery"')
+    (demo_dir / INDEX).write_text(text)
+    with pytest.raises(InputError, match="mystery"):
+        render_report(demo_dir)
+
+
+def test_a_folder_with_no_input_refuses_and_writes_nothing(tmp_path: Path) -> None:
+    """An empty folder is not a study: InputError naming it, and no report folder appears."""
+    with pytest.raises(InputError, match="no report input"):
+        render_report(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sealed_run_gets_its_report_beside_it(tmp_path: Path) -> None:
+    """A scored causal run is sealed: its page goes to RUN.report/, the run still verifies."""
+    from rungbench.causal.bench.build import build_split
+    from rungbench.causal.bench.evaluate import evaluate
+    from rungbench.causal.bench.verified import open_run
+
+    build_split("dev", 2, 5, tmp_path / "bench")
+    evaluate(tmp_path / "bench", "reference:rung1", tmp_path / "run")
+    summary = render_report(tmp_path / "run")
+    assert summary["report"] == str(tmp_path / "run.report" / "index.html")
+    assert summary["sections"]["rungs"] == summary["sections"]["identification"] == "present"
+    open_run(tmp_path / "run")
