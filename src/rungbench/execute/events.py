@@ -1,12 +1,12 @@
 """Crash-safe, hash-chained, append-only event log (JSON Lines, one canonical object per line).
 
-Every :class:`EventLog` append is written, flushed and fsynced before the call returns,
-under a lock, so concurrent workers never interleave and a SIGKILL loses at most the
-line being written. (The runner writes the same records through
-:class:`rungbench.execute.journal.GroupLog`, which fsyncs them in batches; CONTRACTS §25
-says which records are durable before which side effect.) A torn last line (no newline) is dropped on reading and cut
-off by :meth:`EventLog.repair` before a resumed run appends again; a bad line
-anywhere else is an :class:`IntegrityError`.
+Every :class:`EventLog` append is written, flushed and fsynced before the call
+returns, under a lock, so concurrent workers never interleave and a SIGKILL loses
+at most the line being written. (The runner writes the same records through
+:class:`rungbench.execute.journal.GroupLog`, which fsyncs them in batches;
+CONTRACTS §25 says which records are durable before which side effect.) A torn last
+line (no newline) is dropped on reading and cut off by :meth:`EventLog.repair` before
+a resumed run appends again; a bad line anywhere else is an :class:`IntegrityError`.
 
 Every record carries ``chain``: the sha256 of the previous record's ``chain``
 (the empty string for the first record) followed by the record's own canonical

@@ -466,18 +466,24 @@ def final_calls(run_dir: Path) -> list[tuple[dict[str, Any], str, dict[str, Any]
         if not state.finals:
             continue
         final = state.finals[0]
-        args = None
-        name = final.get("response")
-        if isinstance(name, str) and name.startswith("sha256:"):
-            response = response_from_json(store.get_json(name), where=str(store.path_for(name)))
-            if response.tool_calls:
-                try:
-                    parsed = json.loads(response.tool_calls[0].arguments)
-                except ValueError:
-                    parsed = None
-                args = parsed if isinstance(parsed, dict) else None
-        out.append((meta[cell_id], str(final["outcome"]), args))
+        out.append((meta[cell_id], str(final["outcome"]), final_arguments(store, final)))
     return out
+
+
+def final_arguments(store: ObjectStore, final: dict[str, Any]) -> dict[str, Any] | None:
+    """The first tool call's JSON arguments of a verified final's stored response (None when
+    it has no response, no tool call or arguments that are not a JSON object)."""
+    name = final.get("response")
+    if not (isinstance(name, str) and name.startswith("sha256:")):
+        return None
+    response = response_from_json(store.get_json(name), where=str(store.path_for(name)))
+    if not response.tool_calls:
+        return None
+    try:
+        parsed = json.loads(response.tool_calls[0].arguments)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def ladder_estimands(move_runs: Sequence[Path], probe_runs: Sequence[Path],

@@ -55,7 +55,7 @@ from rungbench.chess.studies.cells import (
 )
 from rungbench.chess.studies.evaluation import read_run, verify_evaluation
 from rungbench.chess.studies.gates import prompt_audit
-from rungbench.chess.studies.ladder import own_shortlist
+from rungbench.chess.studies.ladder import final_arguments, own_shortlist
 from rungbench.chess.studies.manifest import FrozenManifest
 from rungbench.design.registry import RegisteredDesign
 from rungbench.errors import Reason, Refusal
@@ -66,7 +66,6 @@ from rungbench.execute.runner import (
     CellState,
     load_run,
     read_log,
-    response_from_json,
 )
 from rungbench.execute.schedule import Schedule
 
@@ -334,17 +333,7 @@ def _probe_answer(store: ObjectStore, fen: str, state: CellState, k: int
         cls = str(last["outcome"]) if last is not None else "not_sent"
         return (cls if cls in RELIABILITY else "not_sent"), set()
     final = state.finals[0]
-    args = None
-    name = final.get("response")
-    if isinstance(name, str) and name.startswith("sha256:"):
-        response = response_from_json(store.get_json(name), where=str(store.path_for(name)))
-        if response.tool_calls:
-            try:
-                args = json.loads(response.tool_calls[0].arguments)
-            except ValueError:
-                args = None
-    return _shortlist_class(fen, str(final["outcome"]), args if isinstance(args, dict) else None,
-                            k)
+    return _shortlist_class(fen, str(final["outcome"]), final_arguments(store, final), k)
 
 
 def _shortlist_class(fen: str, outcome: str, args: dict[str, Any] | None, k: int
