@@ -17,6 +17,8 @@ from rungbench.evidence.canonical import DIGEST_PREFIX
 
 DATA_ENV = "RUNGBENCH_DATA"
 """Environment variable naming the data directory explicitly."""
+DATA_PREFIX = "data:"
+"""How a frozen document names a file inside the bundled data directory."""
 
 
 def shared_data_dir() -> Path:
@@ -39,6 +41,29 @@ def shared_data_dir() -> Path:
             f"no data/ or shared/data directory above {starts[0]} or {starts[1]}; set ${DATA_ENV}"
         )
     return found
+
+
+def portable_path(path: Path) -> str:
+    """How a frozen document names source file ``path``: ``data:<relative path>`` when it
+    lies in the bundled data directory, so the document (and every digest that binds it)
+    does not depend on where the repository is checked out; otherwise the path as given."""
+    try:
+        root = shared_data_dir()
+        relative = path.resolve().relative_to(root)
+    except (InputError, ValueError):
+        return str(path)
+    return DATA_PREFIX + relative.as_posix()
+
+
+def resolve_portable(text: str) -> Path:
+    """The file a frozen document's ``path`` names (:func:`portable_path`'s inverse); a
+    ``data:`` name that climbs out of the data directory is refused."""
+    if not text.startswith(DATA_PREFIX):
+        return Path(text)
+    relative = Path(text[len(DATA_PREFIX):])
+    if relative.is_absolute() or ".." in relative.parts:
+        raise InputError(f"data path {text!r} leaves the data directory", field="path")
+    return shared_data_dir() / relative
 
 
 def _first_data_dir(starts: Iterable[Path]) -> Path | None:

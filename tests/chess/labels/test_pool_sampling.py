@@ -20,6 +20,7 @@ from rungbench.chess.labels.pool import (
     freeze_pool,
     read_pgn_jsonl,
     read_pgn_plies,
+    stale_sources,
 )
 from rungbench.chess.position import board_from_fen
 from rungbench.chess.workspace import Workspace
@@ -118,3 +119,37 @@ def test_bad_plies_options_are_one_line_usage_errors(tmp_path: Path, args: list[
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and names in lines[0], lines
     assert not (tmp_path / "ws").exists()
+
+
+def test_pool_document_does_not_depend_on_where_the_data_lives(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same bundled files in two different checkouts freeze to the same pool document:
+    sources are named ``data:<relative path>``, and the stale check resolves that name."""
+    from rungbench.evidence.paths import resolve_portable
+
+    documents = []
+    for where in ("a", "b/deeper"):
+        root = tmp_path / where / "data"
+        for src in (GAMES, PUZZLES):
+            target = root / src.relative_to(DATA)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(src.read_bytes())
+        monkeypatch.setenv("RUNGBENCH_DATA", str(root))
+        sources = [PoolSource("lichess_puzzles", root / PUZZLES.relative_to(DATA), 20),
+                   PoolSource("pgn_jsonl", root / GAMES.relative_to(DATA), 20)]
+        document = build_pool(sources, PoolConfig(reserve=0))
+        assert [s["path"] for s in document["sources"]] == [
+            "data:" + PUZZLES.relative_to(DATA).as_posix(),
+            "data:" + GAMES.relative_to(DATA).as_posix()]
+        assert resolve_portable(document["sources"][1]["path"]) == sources[1].path
+        assert stale_sources(document) == []
+        documents.append(digest(document))
+    assert documents[0] == documents[1]
+
+
+def test_a_data_path_that_climbs_out_is_refused() -> None:
+    """A frozen ``data:`` name with ``..`` is refused rather than read outside the data dir."""
+    from rungbench.evidence.paths import resolve_portable
+
+    with pytest.raises(InputError, match="leaves the data directory"):
+        resolve_portable("data:../../etc/passwd")

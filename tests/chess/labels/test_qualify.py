@@ -23,6 +23,7 @@ from rungbench.chess.labels.pool import PoolConfig, PoolSource, freeze_pool, loa
 from rungbench.chess.labels.qualify import preflight, qualify
 from rungbench.chess.workspace import Workspace
 from rungbench.errors import Refusal
+from rungbench.evidence.paths import resolve_portable
 
 
 @pytest.fixture
@@ -151,7 +152,8 @@ def _cohort_with_position(tmp_path: Path, ws: Workspace, board: chess.Board) -> 
 
 def load_cohort_sources(ws: Workspace) -> list[str]:
     """Return the source paths of the frozen replication cohort."""
-    return [s["path"] for s in load_cohort(ws.cohort("replication"))[1]["sources"]]
+    return [str(resolve_portable(s["path"]))
+            for s in load_cohort(ws.cohort("replication"))[1]["sources"]]
 
 
 def test_pool_position_in_cohort_exact(tmp_path: Path, make_workspace: Callable[..., Workspace],

@@ -38,6 +38,7 @@ from rungbench.chess.position import mirror_family, normalized_key, pgn_record
 from rungbench.chess.workspace import Workspace, read_document, refuse_existing, write_document
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal, RungbenchError
 from rungbench.evidence.canonical import bytes_digest, loads_canonical
+from rungbench.evidence.paths import portable_path
 
 COHORT_SCHEMA = "rungbench.chess.cohort/1"
 """Schema name and version of a frozen cohort document."""
@@ -275,7 +276,7 @@ def build_cohort(name: str, paths: Sequence[Path], *, terminal: bool) -> dict[st
                                 subject=str(path)))
         for file, digest in found.files:
             count = len(found.games) if file == found.files[-1][0] else 0
-            sources.append({"path": str(file), "digest": digest, "games": count})
+            sources.append({"path": portable_path(file), "digest": digest, "games": count})
         for game in found.games:
             for board in boards_of(game):
                 keys.add(normalized_key(board))

@@ -50,7 +50,7 @@ from rungbench.chess.position import (
 from rungbench.chess.workspace import Workspace, read_document, refuse_existing, write_document
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, file_digest
-from rungbench.evidence.paths import shared_data_dir
+from rungbench.evidence.paths import portable_path, resolve_portable, shared_data_dir
 
 POOL_SCHEMA = "rungbench.chess.pool/1"
 """Schema name and version of a frozen pool document."""
@@ -363,7 +363,7 @@ def build_pool(sources: Sequence[PoolSource], config: PoolConfig) -> dict[str, A
         digest, positions = _read_source(source, config)
         candidates.extend(positions)
         record: dict[str, Any] = {"name": source.name, "kind": source.kind,
-                                  "path": str(source.path), "digest": digest,
+                                  "path": portable_path(source.path), "digest": digest,
                                   "limit": source.limit, "read": len(positions)}
         if source.kind == "pgn_plies":  # recorded only for the opt-in kind: old digests hold
             record["sampling"] = source.sampling.to_json()
@@ -432,7 +432,7 @@ def changed_sources(sources: Sequence[Mapping[str, Any]]
     as None.
     """
     for src in sources:
-        path = Path(src["path"])
+        path = resolve_portable(str(src["path"]))
         now = file_digest(str(path)) if path.is_file() else None
         if now != src["digest"]:
             yield src, path, now
