@@ -281,7 +281,7 @@ def build_cohort(name: str, paths: Sequence[Path], *, terminal: bool) -> dict[st
             for board in boards_of(game):
                 keys.add(normalized_key(board))
                 families.add(mirror_family(board))
-            games.append({"source": game.source, "locator": game.locator,
+            games.append({"source": portable_path(Path(game.source)), "locator": game.locator,
                           "plies": len(game.moves), "complete": game.complete})
     if empty:
         raise Refusal(empty, gate="chess cohort freeze")
