@@ -166,7 +166,8 @@ def bench_command(
 
 
 def weekly_command(
-    db: Annotated[pathlib.Path, typer.Option("--db", help="Claim store file.")],
+    db: Annotated[str, typer.Option(
+        "--db", help="Claim store: an SQLite file or a postgresql:// URL.")],
     week: Annotated[str, typer.Option("--week", help="First day of the week, YYYY-MM-DD.")],
     bench: Annotated[pathlib.Path | None, typer.Option(
         "--bench", help="`causal report --json` with a paired delta (question 1).")] = None,

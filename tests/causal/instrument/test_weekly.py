@@ -16,6 +16,7 @@ import pytest
 from rungbench.causal.instrument import claims, logger, weekly
 from rungbench.causal.instrument.client import ClaimClient
 from rungbench.errors import IntegrityError
+from rungbench.evidence.database import connect
 
 H = "sha256:" + "ab" * 32
 WEEK = weekly.parse_window("2026-10-05")
@@ -59,6 +60,19 @@ class Week:
             self.add("resolution", pred_id=f"p{ep}", episode_id=ep, seq=20, executed=1,
                      observed_effect=observed, resolved_t="2026-10-11T00:00:00Z",
                      resolver=resolver)
+
+
+class TargetWeek(Week):
+    """The same events appended to a store at a path or a ``postgresql://`` URL."""
+
+    def __init__(self, target: str) -> None:
+        self.target = claims.open_target(target, create=True)
+        self.app = claims.Appender(self.target)
+        self.target.begin(write=True, lock=claims.TABLE_NAMES)
+
+    def close(self) -> None:
+        self.target.commit()
+        self.target.close()
 
 
 class SocketWeek(Week):
@@ -199,6 +213,31 @@ def test_broken_store_is_not_reported_on(store: Path) -> None:
     db.close()
     with pytest.raises(IntegrityError, match="causal_claim row 10 edited"):
         weekly.weekly_report(store, WEEK)
+
+
+def test_weekly_report_on_both_backends(store_target: str) -> None:
+    """The week appended to SQLite and to a real PostgreSQL server gives the same report
+    (CLI `--db` takes the URL); a raw-SQL edit on either backend makes the report refuse."""
+    build_week(TargetWeek(store_target))
+    exe = str(Path(sys.executable).parent / "rungbench")
+    r = subprocess.run([exe, "causal", "weekly-report", "--db", store_target,
+                        "--week", "2026-10-05", "--json"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["coverage"]["routed"], doc["useful_conclusions"]["claim_ids"]) == (
+        5, ["ce1", "ce2", "ce7"])
+    assert (doc["resolution_coverage"]["k"], doc["resolution_coverage"]["n"]) == (5, 7)
+    with connect(store_target) as db:
+        on = " ON causal_claim" if db.dialect == "postgresql" else ""
+        db.execute(f"DROP TRIGGER causal_claim_no_update{on}")
+        db.execute("UPDATE causal_claim SET status = 'asserted' WHERE claim_id = 'ce9'")
+    r = subprocess.run([exe, "causal", "weekly-report", "--db", store_target,
+                        "--week", "2026-10-05"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "causal_claim row 10 edited" in r.stderr
+    assert "Traceback" not in r.stderr
+    if "://" in store_target:  # the message names the database without its password
+        assert store_target.split(":")[2].split("@")[0] not in r.stderr
 
 
 def test_cli_report_on_a_week_sent_through_the_socket() -> None:

@@ -21,7 +21,6 @@ An episode belongs to the week in which its earliest opportunity or claim falls.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,9 +29,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rungbench.causal.instrument.claims import (
+    Connection,
     column_names,
     decode_list,
-    open_readonly,
+    open_target,
     verify_connection,
 )
 from rungbench.errors import InputError
@@ -52,7 +52,7 @@ def parse_t(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def _rows(db: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+def _rows(db: Connection, table: str) -> list[dict[str, Any]]:
     cols = column_names(table)
     return [dict(zip(cols, r, strict=True))
             for r in db.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY log_seq")]
@@ -191,7 +191,7 @@ def answer_from_delta(paired: Mapping[str, Any] | None, *, lower_is_better: bool
             + (" straddles 0" if answer == "inconclusive" else " excludes 0")}
 
 
-def derive(db: sqlite3.Connection, path: str, window: Window) -> dict[str, Any]:
+def derive(db: Connection, path: str, window: Window) -> dict[str, Any]:
     """Every derived number of the week from a verified store."""
     report = verify_connection(db, path)
     report.require_ok()
@@ -260,9 +260,9 @@ def _count(values: Any) -> dict[str, int]:
 
 def weekly_report(store: str | Path, window: Window, inputs: Inputs = Inputs()) -> dict[str, Any]:
     """The weekly report document: derived numbers, input blocks and the three answers."""
-    db = open_readonly(store)
+    db = open_target(store, readonly=True)
     try:
-        numbers = derive(db, str(store), window)
+        numbers = derive(db, db.where, window)
     finally:
         db.close()
     caveats = []
