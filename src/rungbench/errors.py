@@ -4,6 +4,7 @@
 
     RungbenchError                 root; the CLI maps it to exit code 1
     ├── InputError (ValueError)    bad input, naming the file, line and field
+    │   └── ExtraMissing           a command needs an optional extra that is not installed
     ├── IntegrityError             a digest did not match the bytes it names
     └── Refusal                    a gate said no, with machine-readable reason codes (exit 3)
 
@@ -12,6 +13,7 @@ A gate raises; it never warns and continues.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +41,24 @@ class InputError(RungbenchError, ValueError):
         prefix = f"{where}: " if where else ""
         suffix = f" (field {field!r})" if field else ""
         super().__init__(f"{prefix}{message}{suffix}")
+
+
+class ExtraMissing(InputError):
+    """Raised when a command needs an optional extra (``rungbench[name]``) not installed."""
+
+
+def missing_extra(module: str, extra: str) -> str | None:
+    """Why ``module`` of the optional extra ``extra`` cannot be used here (None: it can)."""
+    if importlib.util.find_spec(module) is None:
+        return f"{module} is not installed; pip install 'rungbench[{extra}]'"
+    return None
+
+
+def require_extra(module: str, extra: str, *, field: str) -> None:
+    """Raise :class:`ExtraMissing` (naming ``field``) unless ``module`` is installed."""
+    why = missing_extra(module, extra)
+    if why is not None:
+        raise ExtraMissing(why, field=field)
 
 
 class IntegrityError(RungbenchError):

@@ -42,7 +42,7 @@ from types import ModuleType
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from rungbench.agents.protocol import Agent, Request, Response, close_agent
-from rungbench.errors import InputError, RungbenchError
+from rungbench.errors import ExtraMissing, InputError, RungbenchError
 from rungbench.evidence.canonical import digest
 
 ExecutorKind = Literal["local", "ray"]
@@ -58,10 +58,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-
-
-class ExtraMissing(InputError):
-    """Raised when an executor needs an optional extra that is not installed."""
 
 
 class WorkerLost(RungbenchError):

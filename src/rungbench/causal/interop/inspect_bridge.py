@@ -34,7 +34,14 @@ from rungbench.causal.bench.records import PrivateOracle, PublicCase
 from rungbench.causal.bench.requests import causal_request
 from rungbench.causal.bench.scorer import score_dict
 from rungbench.causal.bench.verified import bench_cases, bench_oracles, open_bench
-from rungbench.errors import InputError, IntegrityError, Reason, Refusal
+from rungbench.errors import (
+    InputError,
+    IntegrityError,
+    Reason,
+    Refusal,
+    missing_extra,
+    require_extra,
+)
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes
 from rungbench.evidence.sealed import SEAL_NAME, publish_dir, verify_sealed
 
@@ -74,18 +81,12 @@ def {name}(limit: int | None = {limit!r}) -> Task:
 
 
 def inspect_available() -> str | None:
-    """None when inspect_ai imports, else why not (for skips and usage errors)."""
-    try:
-        import inspect_ai  # noqa: F401
-    except ImportError as exc:
-        return f"inspect_ai is not installed ({exc}); pip install 'rungbench[inspect]'"
-    return None
+    """None when the ``inspect`` extra is installed, else why not (for skips and usage errors)."""
+    return missing_extra("inspect_ai", "inspect")
 
 
 def _require_inspect() -> None:
-    why = inspect_available()
-    if why is not None:
-        raise InputError(why, field="inspect")
+    require_extra("inspect_ai", "inspect", field="inspect")
 
 
 def seal_digest(bench: Path) -> str:

@@ -33,7 +33,7 @@ from rungbench.chess.reference_agents import validate_move
 from rungbench.chess.studies.bindings import load_binding
 from rungbench.chess.studies.ladder import schedule_for
 from rungbench.chess.studies.study import current_manifest, run_study
-from rungbench.errors import InputError, Reason, Refusal
+from rungbench.errors import InputError, Reason, Refusal, missing_extra, require_extra
 from rungbench.evidence.canonical import bytes_digest
 from rungbench.execute.schedule import Schedule
 
@@ -48,18 +48,12 @@ MOVE_CLASSES = ("legal", "illegal", "malformed", "missing")
 
 
 def inspect_available() -> str | None:
-    """None when inspect_ai imports, else why not."""
-    try:
-        import inspect_ai  # noqa: F401
-    except ImportError as exc:
-        return f"inspect_ai is not installed ({exc}); pip install 'rungbench[inspect]'"
-    return None
+    """None when the ``inspect`` extra is installed, else why not (for skips and usage errors)."""
+    return missing_extra("inspect_ai", "inspect")
 
 
 def _require_inspect() -> None:
-    why = inspect_available()
-    if why is not None:
-        raise InputError(why, field="inspect")
+    require_extra("inspect_ai", "inspect", field="inspect")
 
 
 def study_schedule(study: Path, stage: Path, binding: str, *, model: str,
