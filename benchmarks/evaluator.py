@@ -184,8 +184,9 @@ def bench(n_positions: int, work: pathlib.Path) -> None:
     from rungbench.chess.labels.idle import IdleGate
     from rungbench.chess.labels.stage_records import read_stage
     from rungbench.chess.reference_agents import RandomMover
-    from rungbench.chess.studies.evaluation import StageOptions, SuccessorKey, evaluate_run
+    from rungbench.chess.studies.evaluation import StageOptions, evaluate_run
     from rungbench.chess.studies.move_choice import fen_schedule
+    from rungbench.chess.studies.successor_records import SuccessorKey
     from rungbench.execute.runner import create_run, execute_run
 
     for key in ("ethereal", "toga2", "stockfish"):

@@ -16,13 +16,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from rungbench.chess.studies.evaluation import (
-    EvaluationCache,
-    StageOptions,
-    evaluate_run,
-    verify_evaluation,
-)
+from rungbench.chess.studies.evaluation import StageOptions, evaluate_run, verify_evaluation
 from rungbench.chess.studies.evaluator import PROXY_LABEL, EvaluatorConfig
+from rungbench.chess.studies.successor_records import EvaluationCache
 from rungbench.cli import app
 from rungbench.errors import Refusal
 

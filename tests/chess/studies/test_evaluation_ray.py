@@ -12,15 +12,9 @@ import pytest
 import chess
 from rungbench.chess.position import normalized_key
 from rungbench.chess.studies import evaluator as ev
-from rungbench.chess.studies.evaluation import (
-    Engines,
-    EvaluationJob,
-    StageOptions,
-    SuccessorKey,
-    evaluate_in_worker,
-    evaluate_run,
-    legal_moves_of,
-)
+from rungbench.chess.studies.evaluation import StageOptions, evaluate_run, legal_moves_of
+from rungbench.chess.studies.successor_records import SuccessorKey
+from rungbench.chess.studies.successor_search import Engines, EvaluationJob, evaluate_in_worker
 from rungbench.errors import Refusal
 from rungbench.execute.executors import RayExecutor
 

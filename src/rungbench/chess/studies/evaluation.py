@@ -57,15 +57,12 @@ the driver alone revalidates, stores and publishes, so the directory is the same
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -83,21 +80,31 @@ from rungbench.chess.studies.regret import (
     CellInfo,
     PositionValues,
     Scored,
-    mover_ppm,
     rule_ppm,
     score_answers,
     summarize,
 )
+from rungbench.chess.studies.successor_records import (
+    EvaluationCache,
+    SuccessorKey,
+    make_record,
+)
+from rungbench.chess.studies.successor_search import (
+    Engines,
+    EvaluationJob,
+    Progress,
+    SearchContext,
+    SearchCounter,
+    search_all,
+    search_on,
+)
 from rungbench.chess.studies.wdl_model import WdlModel
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
-from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
+from rungbench.evidence.canonical import bytes_digest, canonical_bytes, loads_canonical
 from rungbench.evidence.sealed import leftover_temps, publish_dir, verify_sealed
 from rungbench.evidence.store import ObjectStore, write_atomic
-from rungbench.execute.executors import discard_resource, dispatch, worker_resource
 from rungbench.execute.runner import MANIFEST, load_run, read_log, response_from_json
 
-RECORD_SCHEMA = "rungbench.chess.successor-eval/1"
-"""Schema name and version of a successor-evaluation record."""
 EVALUATION_SCHEMA = "rungbench.chess.evaluation/1"
 """Schema name and version of ``evaluation.json``."""
 EVALUATION_KIND = "rungbench.chess.evaluation"
@@ -105,162 +112,6 @@ EVALUATION_KIND = "rungbench.chess.evaluation"
 GATE = "chess evaluation"
 """Gate name in refusals."""
 
-Progress = Callable[[int, int], None]
-"""Called with (successors accounted for, total) as the stage advances."""
-
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class SuccessorKey:
-    """Everything one successor evaluation depends on."""
-
-    evaluator: str
-    """Digest of the evaluator identity."""
-    model: str
-    """Digest of the conversion model."""
-    depth: int
-    """Search depth."""
-    position: str
-    """Normalized identity of the position before the move."""
-    move: str
-    """The move (UCI)."""
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the key as recorded inside the record."""
-        return {"evaluator": self.evaluator, "model": self.model, "depth": self.depth,
-                "position": self.position, "move": self.move}
-
-    @cached_property
-    def digest(self) -> str:
-        """Digest of the key (names the index entry)."""
-        return digest(self.to_json())
-
-    @property
-    def successor(self) -> chess.Board:
-        """The board the engine searches: the normalized position, counters reset, moved.
-
-        Returned without a move stack, so the engine receives ``position fen <successor>``:
-        Ethereal 12.00 aborts (``getlsb: Assertion `bb' failed``) on ``position fen <root>
-        moves <m>`` when the move leaves the side to move a bare king (measured on
-        ``7k/8/6K1/8/8/8/8/Q7 w - -`` + any queen move), and answers the same position
-        given as a plain FEN.
-        """
-        board = chess.Board(f"{self.position} 0 1")
-        board.push(chess.Move.from_uci(self.move))
-        return chess.Board(board.fen())
-
-
-def make_record(key: SuccessorKey, board: chess.Board, info: chess.engine.InfoDict,
-                model: WdlModel) -> dict[str, Any]:
-    """Return the record of one finished search of ``key.successor``."""
-    score = info.get("score")
-    if score is None:
-        raise ev.EvaluatorError(f"search of {board.fen()!r} returned no score")
-    score_j = ev.score_json(score.pov(board.turn))
-    payload = {"successor": board.fen(), "score": score_j,
-               "search": {"depth": int(info.get("depth", 0)),
-                          "seldepth": int(info.get("seldepth", 0)),
-                          "nodes": int(info.get("nodes", 0))},
-               "pv": [m.uci() for m in info.get("pv") or []],
-               "expectation_ppm": mover_ppm(score_j, board, model)}
-    return {"schema": RECORD_SCHEMA, "key": key.to_json(), "payload": payload,
-            "payload_digest": digest(payload)}
-
-
-def _pv_legal(board: chess.Board, pv: Sequence[str]) -> bool:
-    replay = board.copy(stack=False)
-    for uci in pv:
-        try:
-            move = chess.Move.from_uci(uci)
-        except ValueError:
-            return False
-        if move not in replay.legal_moves:
-            return False
-        replay.push(move)
-    return True
-
-
-def record_problems(record: Any, key: SuccessorKey, model: WdlModel) -> list[str]:
-    """Return every reason ``record`` may not be reused for ``key`` (empty: valid)."""
-    if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
-        return ["schema"]
-    if record.get("key") != key.to_json():
-        return ["key"]
-    payload = record.get("payload")
-    if not isinstance(payload, dict) or record.get("payload_digest") != digest(payload):
-        return ["payload_digest"]
-    board = key.successor
-    problems = []
-    if payload.get("successor") != board.fen():
-        problems.append("successor")
-    score = payload.get("score")
-    if not isinstance(score, dict) or len(score) != 1 or not (
-            set(score) <= {"cp", "mate"} and type(next(iter(score.values()))) is int):
-        return [*problems, "score"]
-    if payload.get("expectation_ppm") != mover_ppm(score, board, model):
-        problems.append("expectation_ppm")
-    if not isinstance(payload.get("pv"), list) or not _pv_legal(board, payload["pv"]):
-        problems.append("pv")
-    return problems
-
-
-class EvaluationCache:
-    """A directory of successor-evaluation records with one index file per key.
-
-    ``<root>/objects/sha256/..`` holds the records (immutable, content-addressed),
-    ``<root>/index/<hex of key digest>.json`` names each key's record, and
-    ``<root>/quarantine/`` receives records that failed revalidation.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.store = ObjectStore(root)
-
-    def index_path(self, key: SuccessorKey) -> Path:
-        """The index file of ``key``."""
-        return self.root / "index" / f"{key.digest[7:]}.json"
-
-    def lookup(self, key: SuccessorKey, model: WdlModel) -> tuple[dict[str, Any] | None,
-                                                                 str | None, list[str]]:
-        """Return ``(record, record digest, problems)``; a bad record is quarantined."""
-        path = self.index_path(key)
-        if not path.is_file():
-            return None, None, []
-        name: str | None = None
-        try:
-            entry = loads_canonical(path.read_bytes(), path=str(path))
-            if not isinstance(entry, dict) or entry.get("key") != key.digest:
-                raise InputError("index entry names another key", path=str(path))
-            name = str(entry["record"])
-            record = self.store.get_json(name)
-            problems = record_problems(record, key, model)
-        except (InputError, IntegrityError, KeyError, TypeError, ValueError) as exc:
-            record, problems = None, [f"unreadable: {type(exc).__name__}"]
-        if problems:
-            self._quarantine(path, name)
-            return None, None, problems
-        return record, name, []
-
-    def put(self, key: SuccessorKey, record: dict[str, Any], model: WdlModel) -> str:
-        """Store a record that passes revalidation and point the index at it."""
-        problems = record_problems(record, key, model)
-        if problems:
-            raise IntegrityError(f"refusing to cache an invalid record for {key.position!r} "
-                                 f"{key.move}: {problems}")
-        name = self.store.put_bytes(canonical_bytes(record))
-        path = self.index_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, canonical_bytes({"key": key.digest, "record": name}), overwrite=True)
-        return name
-
-    def _quarantine(self, index: Path, name: str | None) -> None:
-        qdir = self.root / "quarantine"
-        qdir.mkdir(parents=True, exist_ok=True)
-        os.replace(index, qdir / f"index-{index.name}")
-        if name is not None and name.startswith("sha256:") and self.store.has(name):
-            os.replace(self.store.path_for(name), qdir / f"object-{name[7:]}")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -374,179 +225,6 @@ def check_frozen(cells: Sequence[CellInfo], label: LabelInput) -> None:
                               data={"cells": [c.cell for c in missing[:20]]})], gate=GATE)
 
 
-# --------------------------------------------------------------------------- engines
-
-
-class Engines:
-    """Evaluator processes started and identified in parallel, one per worker."""
-
-    def __init__(self, config: ev.EvaluatorConfig, model: WdlModel, workers: int) -> None:
-        self.engines: list[chess.engine.SimpleEngine] = []
-        with ThreadPoolExecutor(max_workers=workers + 1) as pool:
-            sha = pool.submit(binary_digest, config.binary)
-            started = [pool.submit(ev.start_engine, config) for _ in range(workers)]
-            self.engines = [f.result() for f in started if f.exception() is None]
-            failure = next((f.exception() for f in started if f.exception() is not None), None)
-            if failure is not None:
-                self.close()
-                raise failure
-            try:
-                identities = list(pool.map(lambda e: ev.identify(e, config, model,
-                                                                 sha256=sha.result()),
-                                           self.engines))
-            except BaseException:
-                self.close()
-                raise
-        self.name = identities[0].name
-        self.identity = identities[0]
-
-    def close(self) -> None:
-        """Stop every engine process."""
-        for engine in self.engines:
-            ev.close_engine(engine)
-        self.engines = []
-
-
-@dataclass
-class _Counter:
-    done: int = 0
-    total: int = 0
-    progress: Progress | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def tick(self) -> None:
-        with self.lock:
-            self.done += 1
-            if self.progress is not None:
-                self.progress(self.done, self.total)
-
-
-class _Driver:
-    """Feeds one engine; the previous search's record is written while the next one runs."""
-
-    def __init__(self, engine: chess.engine.SimpleEngine, ctx: _Context, own: int) -> None:
-        self.engine, self.ctx, self.own = engine, ctx, own
-        self.pending: tuple[SuccessorKey, chess.Board, chess.engine.InfoDict] | None = None
-
-    def flush(self) -> None:
-        if self.pending is None:
-            return
-        (key, board, info), self.pending = self.pending, None
-        self.ctx.cache.put(key, make_record(key, board, info, self.ctx.model), self.ctx.model)
-        self.ctx.counter.tick()
-
-    def run(self, next_key: Callable[[], SuccessorKey | None]) -> None:
-        try:
-            while (key := next_key()) is not None:
-                self.ctx.gate.check("before an uncached search", own=self.own)
-                board = key.successor
-                handle = ev.start_search(self.engine, board, self.ctx.depth)
-                self.flush()
-                info = ev.finish_search(self.engine, handle, name=self.ctx.name,
-                                        timeout_s=self.ctx.timeout_s, fen=board.fen())
-                self.pending = (key, board, info)
-        finally:
-            self.flush()
-
-
-@dataclass(frozen=True)
-class _Context:
-    cache: EvaluationCache
-    model: WdlModel
-    gate: IdleGate
-    counter: _Counter
-    depth: int
-    name: str
-    timeout_s: float
-
-
-def _search_all(todo: Sequence[SuccessorKey], engines: Engines, ctx: _Context) -> None:
-    keys = iter(todo)
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def next_key() -> SuccessorKey | None:
-        with lock:
-            return None if stop.is_set() else next(keys, None)
-
-    def drive(engine: chess.engine.SimpleEngine) -> None:
-        try:
-            _Driver(engine, ctx, len(engines.engines)).run(next_key)
-        except BaseException:
-            stop.set()
-            raise
-
-    with ThreadPoolExecutor(max_workers=len(engines.engines)) as pool:
-        futures = [pool.submit(drive, e) for e in engines.engines]
-    for future in futures:
-        error = future.exception()
-        if error is not None:
-            raise error
-
-
-WORKER_SLOT = "rungbench.chess.evaluator-engine"
-"""The worker-resource slot holding a worker's evaluator."""
-
-
-@dataclass(frozen=True)
-class EvaluationJob:
-    """What a worker needs to evaluate successors with an evaluator identical to the driver's."""
-
-    config: ev.EvaluatorConfig
-    """The evaluation contract."""
-    model: WdlModel
-    """The registered conversion model."""
-    identity: ev.EvaluatorIdentity
-    """The driver's evaluator identity."""
-
-
-def worker_evaluator(job: EvaluationJob) -> chess.engine.SimpleEngine:
-    """Start and identify an evaluator in this worker; refuse (``engine_changed``) unless its
-    identity is the driver's."""
-    engine = ev.start_engine(job.config)
-    try:
-        mine = ev.identify(engine, job.config, job.model,
-                           sha256=binary_digest(job.config.binary))
-        if mine.digest != job.identity.digest:
-            raise Refusal([Reason(
-                "engine_changed", f"the evaluator in worker {os.uname().nodename}:{os.getpid()} "
-                f"identifies as {mine.digest} (binary {mine.sha256}), the driver's as "
-                f"{job.identity.digest} (binary {job.identity.sha256})", subject="worker",
-                data={"digest": mine.digest, "expected": job.identity.digest})],
-                gate="chess evaluation worker")
-    except BaseException:
-        ev.close_engine(engine)
-        raise
-    return engine
-
-
-def evaluate_in_worker(job: EvaluationJob, key: SuccessorKey) -> dict[str, Any]:
-    """Search one successor in this worker (evaluator started and verified once); return its
-    record, for the driver to revalidate and store."""
-    engine = worker_resource(WORKER_SLOT, job.identity.digest, partial(worker_evaluator, job),
-                             ev.close_engine)
-    board = key.successor
-    try:
-        info = ev.search(engine, board, job.config.search_depth, name=job.identity.name,
-                         timeout_s=job.config.timeout_s)
-    except BaseException:
-        discard_resource(WORKER_SLOT)
-        raise
-    return make_record(key, board, info, job.model)
-
-
-def _search_on(executor: Executor, todo: Sequence[SuccessorKey], job: EvaluationJob,
-               workers: int, ctx: _Context) -> None:
-    """Hand every successor to ``executor``; store each returned record here, the driver."""
-    def store(key: SuccessorKey, record: dict[str, Any]) -> None:
-        ctx.cache.put(key, record, ctx.model)
-        ctx.counter.tick()
-
-    dispatch(executor, partial(evaluate_in_worker, job), todo, window=2 * workers,
-             before_submit=lambda: ctx.gate.check("before an uncached search", own=workers),
-             on_result=store)
-
-
 # --------------------------------------------------------------------------- stage
 
 
@@ -645,7 +323,7 @@ def _evaluate_locked(run: RunInput, label: LabelInput, family: ev.FamilyCheck,
         identity = engines.identity
         keys = [SuccessorKey(identity.digest, model.digest, config.search_depth, pos, move)
                 for pos in positions_in_order(run.cells) for move in legal_moves_of(pos)]
-        counter = _Counter(total=len(keys), progress=progress)
+        counter = SearchCounter(total=len(keys), progress=progress)
         todo: list[SuccessorKey] = []
         for key in keys:
             if rule_ppm(f"{key.position} 0 1", key.move) is not None:
@@ -660,13 +338,13 @@ def _evaluate_locked(run: RunInput, label: LabelInput, family: ev.FamilyCheck,
             else:
                 log.cache_hits += 1
                 counter.tick()
-        ctx = _Context(cache, model, gate, counter, config.search_depth, engines.name,
+        ctx = SearchContext(cache, model, gate, counter, config.search_depth, engines.name,
                        config.timeout_s)
         if executor is None:
-            _search_all(todo, engines, ctx)
+            search_all(todo, engines, ctx)
         else:
             engines.close()  # it identified the evaluator; the workers search
-            _search_on(executor, todo, EvaluationJob(config, model, identity), options.workers,
+            search_on(executor, todo, EvaluationJob(config, model, identity), options.workers,
                        ctx)
         log.searches = len(todo)
     finally:
