@@ -116,7 +116,10 @@ def main() -> None:
     print(f"{records} attempt records ({eligible} eligible) -> {rate:,.0f} attempts/s median, "
           f"{records / best:,.0f} best; eligible only {eligible / median:,.0f}/s; per CPU "
           f"second {records / cpu_median:,.0f} median, {records / min(cpu):,.0f} best")
-    print(f"ratio to target {TARGET:,}: {rate / TARGET:.2f}; to the earlier synthetic "
+    print(f"target {TARGET:,} attempts/s: best {records / best:,.0f} (ratio "
+          f"{records / best / TARGET:.2f}), median {rate:,.0f} (ratio {rate / TARGET:.2f}), "
+          f"best per CPU second {records / min(cpu):,.0f} (ratio "
+          f"{records / min(cpu) / TARGET:.2f}); to the earlier synthetic "
           f"{EARLIER[0]:,}-{EARLIER[1]:,}: {rate / EARLIER[1]:.2f}-{rate / EARLIER[0]:.2f}")
 
 

@@ -13,9 +13,7 @@ historical parser accepted. Any verification failure refuses the whole census.
 
 from __future__ import annotations
 
-import bisect
 import itertools
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,7 +39,7 @@ from rungbench.chess.transcripts.dispatch import (
     rendered,
 )
 from rungbench.chess.transcripts.eligibility import EXCLUSION_REASONS
-from rungbench.chess.transcripts.frozen import is_frozen_corpus, run_folders, verify_frozen
+from rungbench.chess.transcripts.frozen import is_frozen_corpus, read_frozen, run_folders
 from rungbench.chess.transcripts.llmchess import (
     RunReport,
     is_llmchess_folder,
@@ -71,6 +69,8 @@ PRIOR_CLASSES = ("board_query", "legal_list_query", "non_tool_unresolved", "refl
 """Rows of the transition table; reflection is kept apart rather than merged into another row."""
 
 _ACCEPTED = VerdictKind.MOVE_ACCEPTED.value
+_VALUES = {kind: kind.value for kind in VerdictKind}
+"""Each verdict kind's value (read once: ``Enum.value`` is a Python-level property)."""
 _BOARD = VerdictKind.BOARD_QUERY.value
 _LEGAL = VerdictKind.LEGAL_QUERY.value
 
@@ -125,22 +125,24 @@ def verify(corpus: Corpus) -> list[Reason]:
     reasons: list[Reason] = []
     boards = _game_boards(corpus, reasons)
     fens: dict[tuple[str, int], str] = {}
-    newlines = {name: _newlines(data) for name, data in corpus.sources.items()}
+    lines = {name: _Lines(data) for name, data in corpus.sources.items()}
     for index, attempt in enumerate(corpus.attempts):
-        where = _location(corpus, index, attempt)
-        reasons.extend(_check_bytes(corpus, attempt, where, newlines))
+        defects = _check_bytes(corpus, attempt, lines)
         board = boards.get(attempt.game, {}).get(attempt.ply)
         if board is None:
-            reasons.append(_reason("state_mismatch", where, f"game {attempt.game!r} has no "
-                                   f"position at ply {attempt.ply}"))
-            continue
-        key = (attempt.game, attempt.ply)
-        fen = fens[key] if key in fens else fens.setdefault(key, fen_of(board))
-        if fen != attempt.fen_before:
-            reasons.append(_reason("state_mismatch", where, f"recorded position "
-                                   f"{attempt.fen_before!r} but the game's moves give {fen!r}"))
-            continue
-        reasons.extend(_check_verdict(corpus, attempt, board, where, fen))
+            defects.append(("state_mismatch", f"game {attempt.game!r} has no position at ply "
+                            f"{attempt.ply}"))
+        else:
+            key = (attempt.game, attempt.ply)
+            fen = fens[key] if key in fens else fens.setdefault(key, fen_of(board))
+            if fen != attempt.fen_before:
+                defects.append(("state_mismatch", f"recorded position {attempt.fen_before!r} "
+                                f"but the game's moves give {fen!r}"))
+            else:
+                defects += _check_verdict(corpus, attempt, board, fen)
+        if defects:  # the location is spelled out only for an attempt that has a defect
+            where = _location(corpus, index, attempt)
+            reasons.extend(_reason(code, where, detail) for code, detail in defects)
     reasons.extend(_check_chronology(corpus))
     reasons.extend(_check_completeness(corpus))
     return reasons
@@ -154,7 +156,7 @@ def _game_boards(corpus: Corpus, reasons: list[Reason]) -> dict[str, dict[int, c
         positions = {0: board.copy(stack=False)}
         for ply, uci in enumerate(game.moves):
             move = chess.Move.from_uci(uci)
-            if move not in board.legal_moves:
+            if not board.is_legal(move):  # what ``move in board.legal_moves`` asks
                 reasons.append(Reason("illegal_game_move", f"game {game.game}: move {uci} at "
                                       f"ply {ply} is illegal", subject=game.game))
                 break
@@ -164,61 +166,78 @@ def _game_boards(corpus: Corpus, reasons: list[Reason]) -> dict[str, dict[int, c
     return out
 
 
-def _newlines(data: bytes) -> list[int]:
-    """Offsets of every newline of a source, computed once per census (a per-call cache
-    keyed by the bytes compared whole sources on every lookup once a copy was re-read)."""
-    return [m.start() for m in re.finditer(b"\n", data)]
+class _Lines:
+    """Line numbers of byte offsets in one source, counted on from the previous offset asked
+    (a census asks in file order), from the start again when an offset lies behind it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.offset = 0
+        self.newlines = 0
+
+    def line(self, offset: int) -> int:
+        """The 1-based line holding byte ``offset``: one more than the newlines before it."""
+        offset = max(offset, 0)
+        if offset < self.offset:
+            self.offset = self.newlines = 0
+        self.newlines += self.data.count(b"\n", self.offset, offset)
+        self.offset = offset
+        return self.newlines + 1
 
 
-def _check_bytes(corpus: Corpus, attempt: Attempt, where: str,
-                 newlines: dict[str, list[int]]) -> list[Reason]:
+def _check_bytes(corpus: Corpus, attempt: Attempt,
+                 lines: dict[str, _Lines]) -> list[tuple[str, str]]:
+    """The (reason code, detail) of each defect of an attempt's byte ranges and line."""
     data = corpus.sources.get(attempt.source)
     if data is None:
-        return [_reason("absent", where, f"source {attempt.source!r} is not in the corpus")]
+        return [("absent", f"source {attempt.source!r} is not in the corpus")]
     out = []
-    line = bisect.bisect_left(newlines[attempt.source], attempt.response_range[0]) + 1
+    line = lines[attempt.source].line(attempt.response_range[0])
     if line != attempt.line:
-        out.append(_reason("line_mismatch", where, f"response starts on line {line} of "
-                           f"{attempt.source}, record says {attempt.line}"))
-    names = tuple(c.name for c in split_tool_calls(attempt.response)[1])
+        out.append(("line_mismatch", f"response starts on line {line} of "
+                    f"{attempt.source}, record says {attempt.line}"))
+    calls = split_tool_calls(attempt.response)[1]
+    names = tuple([c.name for c in calls]) if calls else ()
     if names != attempt.tool_calls:
-        out.append(_reason("tool_calls_mismatch", where, f"displayed tool calls {names} differ "
-                           f"from recorded {attempt.tool_calls}"))
+        out.append(("tool_calls_mismatch", f"displayed tool calls {names} differ "
+                    f"from recorded {attempt.tool_calls}"))
     for label, (start, end), text in (("response", attempt.response_range, attempt.response),
                                       ("prompt", attempt.prompt_range, attempt.prompt)):
         if not 0 <= start <= end <= len(data):
-            out.append(_reason("range_outside_file", where, f"{label} byte range [{start}, "
-                               f"{end}) lies outside {attempt.source} ({len(data)} bytes)"))
+            out.append(("range_outside_file", f"{label} byte range [{start}, "
+                        f"{end}) lies outside {attempt.source} ({len(data)} bytes)"))
         elif data[start:end] != text.encode("utf-8"):
-            out.append(_reason(f"{label}_bytes_mismatch", where, f"{label} text differs from "
-                               f"bytes [{start}, {end}) of {attempt.source}"))
+            out.append((f"{label}_bytes_mismatch", f"{label} text differs from "
+                        f"bytes [{start}, {end}) of {attempt.source}"))
     return out
 
 
 def _check_verdict(corpus: Corpus, attempt: Attempt, board: chess.Board,
-                   where: str, fen: str) -> list[Reason]:
+                   fen: str) -> list[tuple[str, str]]:
+    """The (reason code, detail) of a recorded verdict's defect, regenerated at ``fen``."""
     if attempt.verdict is None:
         return []
     dv = corpus.dispatchers.get(attempt.dispatcher)
     if dv is None:
-        return [_reason("absent", where, f"dispatcher {attempt.dispatcher!r} is not described")]
+        return [("absent", f"dispatcher {attempt.dispatcher!r} is not described")]
     if attempt.verdict == _ACCEPTED and not _is_legal(board, attempt.move):
-        return [_reason("illegal_accepted_move", where, f"move {attempt.move!r} is recorded as "
-                        f"accepted but is illegal in {attempt.fen_before}")]
+        return [("illegal_accepted_move", f"move {attempt.move!r} is recorded as "
+                 f"accepted but is illegal in {attempt.fen_before}")]
     verdict = dispatch(dv, attempt.content, board=board, previous_prompt=attempt.prompt, fen=fen)
-    if (verdict.kind.value, verdict.move) != (attempt.verdict, attempt.move):
-        return [_reason("verdict_mismatch", where, f"recorded {attempt.verdict}/{attempt.move} "
-                        f"but {dv.name} gives {verdict.kind.value}/{verdict.move}")]
+    kind = _VALUES[verdict.kind]
+    if (kind, verdict.move) != (attempt.verdict, attempt.move):
+        return [("verdict_mismatch", f"recorded {attempt.verdict}/{attempt.move} "
+                 f"but {dv.name} gives {kind}/{verdict.move}")]
     out = []
     if attempt.reply is not None and attempt.reply not in (verdict.reply, TOO_MANY_WRONG_ACTIONS):
-        out.append(_reason("reply_mismatch", where, f"recorded dispatcher reply is not the "
-                           f"{verdict.kind.value} reply regenerated by python-chess"))
+        out.append(("reply_mismatch", f"recorded dispatcher reply is not the "
+                    f"{kind} reply regenerated by python-chess"))
     return out
 
 
 def _is_legal(board: chess.Board, uci: str | None) -> bool:
     try:
-        return uci is not None and chess.Move.from_uci(uci) in board.legal_moves
+        return uci is not None and board.is_legal(chess.Move.from_uci(uci))  # ``in legal_moves``
     except ValueError:
         return False
 
@@ -237,16 +256,17 @@ def _check_chronology(corpus: Corpus) -> list[Reason]:
     out = []
     for dialogue in _dialogues(corpus.attempts):
         for prev, nxt in itertools.pairwise(dialogue):
-            where = _location(corpus, index[id(nxt)], nxt)
             if nxt.attempt != prev.attempt + 1 or prev.reply is None:
-                out.append(_reason("chronology_mismatch", where, f"attempt {nxt.attempt} "
-                                   f"follows attempt {prev.attempt} without a dispatcher reply"))
+                detail = (f"attempt {nxt.attempt} follows attempt {prev.attempt} without a "
+                          "dispatcher reply")
             elif nxt.prompt != prev.reply:
-                out.append(_reason("chronology_mismatch", where, "prompt is not the dispatcher's "
-                                   "reply to the previous attempt"))
+                detail = "prompt is not the dispatcher's reply to the previous attempt"
             elif not _shape_ok(corpus, prev, nxt.prompt):
-                out.append(_reason("chronology_mismatch", where, f"prompt after a "
-                                   f"{prev.verdict} does not have the expected shape"))
+                detail = f"prompt after a {prev.verdict} does not have the expected shape"
+            else:
+                continue
+            out.append(_reason("chronology_mismatch", _location(corpus, index[id(nxt)], nxt),
+                               detail))
     return out
 
 
@@ -540,15 +560,16 @@ def load_any(path: Path, *, strict: bool = False,
                          path=str(path))
     if is_native_corpus(path):
         return load_corpus(path), []
+    runs: list[tuple[Path, dict[str, bytes] | None]]
     if is_frozen_corpus(path):
-        runs = verify_frozen(path)
+        runs = list(read_frozen(path))  # the replay reads the verified bytes
     elif is_llmchess_folder(path):
-        runs = [path]
+        runs = [(path, None)]
     else:
-        runs = run_folders(path)
+        runs = [(run, None) for run in run_folders(path)]
     if not runs:
         raise InputError("no manifest.json and no LLM Chess output.txt found", path=str(path))
-    reports = [read_run(run, dispatcher=dispatcher) for run in runs]
+    reports = [read_run(run, dispatcher=dispatcher, files=files) for run, files in runs]
     if strict:
         for report in reports:
             refuse_exclusions(report)

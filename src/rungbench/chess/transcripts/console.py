@@ -15,13 +15,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rungbench.chess.transcripts.corpus import DASHES
+from rungbench.chess.transcripts.corpus import DASHES, frozen_record
 from rungbench.errors import Reason, Refusal
 
 _HEADER_BYTES = re.compile(rb"^(?P<sender>[A-Za-z0-9_]+) \(to (?P<recipient>[A-Za-z0-9_]+)\):\n\n",
                            re.M)
 """A message header line followed by its blank line, found without decoding."""
 _TERMINATOR = ("\n\n" + DASHES + "\n").encode()
+_TO = b" (to "
+"""The literal every header line holds (after the sender, which has no space)."""
 
 
 @dataclass(frozen=True)
@@ -64,15 +66,20 @@ def tokenize(data: bytes, *, path: str) -> list[Event]:
     a message: that is refused (reason ``truncated``) naming the file and line.
     """
     events: list[Event] = []
-    pos, line = 0, 1
-    while pos < len(data):
-        header = _HEADER_BYTES.search(data, pos)
-        gap_end = header.start() if header else len(data)
+    pos, line, size, tail = 0, 1, len(data), len(_TERMINATOR)
+    names: dict[bytes, str] = {}  # each participant's name, decoded once
+    while pos < size:
+        # (a header right at ``pos`` is the leftmost, so what the search would find)
+        header = _HEADER_BYTES.match(data, pos) or next_header(data, pos)
+        gap_end = header.start() if header else size
         if gap_end > pos:  # program lines between two messages, split once
             line = _markers(data[pos:gap_end].decode("utf-8"), line, events)
         if header is None:
             break
-        sender, recipient = header["sender"].decode(), header["recipient"].decode()
+        sender_raw, recipient_raw = header.group(1, 2)
+        sender = names.get(sender_raw) or names.setdefault(sender_raw, sender_raw.decode())
+        recipient = (names.get(recipient_raw)
+                     or names.setdefault(recipient_raw, recipient_raw.decode()))
         body_start = header.end()
         stop = data.find(_TERMINATOR, body_start)
         if stop < 0:
@@ -82,10 +89,30 @@ def tokenize(data: bytes, *, path: str) -> list[Event]:
                 subject=f"{path}:{line}", data={"path": path, "line": line})],
                 gate="llm chess transcript")
         body = data[body_start:stop].decode("utf-8")
-        events.append(Block(sender, recipient, body, line, line + 2, (body_start, stop)))
-        line += 2 + data.count(b"\n", body_start, stop + len(_TERMINATOR))
-        pos = stop + len(_TERMINATOR)
+        events.append(frozen_record(Block, sender=sender, recipient=recipient, body=body,
+                                    line=line, body_line=line + 2, span=(body_start, stop)))
+        line += 2 + data.count(b"\n", body_start, stop + tail)
+        pos = stop + tail
     return events
+
+
+def next_header(data: bytes, pos: int) -> re.Match[bytes] | None:
+    """``_HEADER_BYTES.search(data, pos)``, found by the literal `` (to `` instead of trying
+    the pattern at every byte: a header starts a line (at or after ``pos``) whose first
+    `` (to `` directly follows the sender, so only those line starts are tried."""
+    find = data.find
+    at = find(_TO, pos)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        if start >= pos:
+            header = _HEADER_BYTES.match(data, start)
+            if header is not None:
+                return header
+        end = find(b"\n", at)
+        if end < 0:
+            return None
+        at = find(_TO, end + 1)
+    return None
 
 
 def _markers(text: str, line: int, events: list[Event]) -> int:
@@ -100,7 +127,7 @@ def _markers(text: str, line: int, events: list[Event]) -> int:
             events.append(Marker("game_over", line, "\n".join(lines[i:])
                                  + ("\n" if text.endswith("\n") else "")))
             return line + len(lines) - i
-        events.append(Marker(_marker_kind(item), line, item))
+        events.append(frozen_record(Marker, kind=_marker_kind(item), line=line, text=item))
         line += 1
     return line
 

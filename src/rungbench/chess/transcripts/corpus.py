@@ -39,6 +39,21 @@ DASHES = "-" * 80
 Role = Literal["agent", "opponent"]
 T = TypeVar("T")
 
+
+def frozen_record(cls: type[T], **fields: Any) -> T:
+    """The instance ``cls(**fields)`` of a frozen dataclass, built without its generated
+    ``__init__`` (which assigns one field at a time through ``object.__setattr__``, four
+    times the cost for a twenty-field :class:`Attempt`; a census builds thousands of records).
+
+    ``fields`` must name every field of ``cls`` (no default is filled in, nothing is
+    checked); the instance is equal to the one ``cls(**fields)`` builds and stays frozen.
+    For the replay's hot paths only; a test holds every record they build equal to its
+    ``__init__``-built twin.
+    """
+    record = object.__new__(cls)
+    record.__dict__.update(fields)
+    return record
+
 _TOOL_CALL = re.compile(
     r"\n\*\*\*\*\* Suggested tool call \((?P<id>[^)\n]*)\): (?P<name>[^\n]*) \*\*\*\*\*\n"
     r"Arguments: \n(?P<args>.*?)\n\*+(?=\n\*\*\*\*\* Suggested tool call|\Z)",

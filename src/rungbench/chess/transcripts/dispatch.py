@@ -15,7 +15,6 @@ visible in the bundled public runs (see ``shared/data/SOURCES.md``).
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -325,8 +324,11 @@ def _cells(board: chess.Board, symbols: dict[tuple[bool, int], str], empty: str)
         occupied = board.occupied_co[colour]
         for piece, mask in masks:
             symbol = symbols[(colour, piece)]
-            for square in chess.scan_forward(mask & occupied):
-                cells[square] = symbol
+            bits = mask & occupied
+            while bits:  # chess.scan_forward, without a generator per mask
+                low = bits & -bits
+                cells[low.bit_length() - 1] = symbol
+                bits ^= low
     return cells
 
 
@@ -343,11 +345,28 @@ def fast_fen(board: chess.Board) -> str:
         placement = placement.replace(run, digit)
     ep = board.ep_square
     passant = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() else "-"
-    return (f"{placement} {'w' if board.turn else 'b'} {board.castling_xfen()} "
+    return (f"{placement} {'w' if board.turn else 'b'} {_castling_field(board)} "
             f"{passant} {board.halfmove_clock} {board.fullmove_number}")
 
 
 _EMPTY_RUNS = tuple(("." * n, str(n)) for n in range(8, 0, -1))
+_CORNERS = chess.BB_A1 | chess.BB_H1 | chess.BB_A8 | chess.BB_H8
+_CASTLING_LETTERS = ((chess.BB_H1, "K"), (chess.BB_A1, "Q"), (chess.BB_H8, "k"),
+                     (chess.BB_A8, "q"))
+
+
+def _castling_field(board: chess.Board) -> str:
+    """``board.castling_xfen()``: in standard chess, with every right on a corner rook and
+    that side's king on its e-file square, the letters ``KQkq`` of the rights held (what
+    python-chess's scan gives there); anything else is left to python-chess."""
+    rights = board.clean_castling_rights()
+    if not rights:
+        return "-"
+    if (board.chess960 or rights & ~_CORNERS
+            or (rights & chess.BB_RANK_1 and board.king(chess.WHITE) != chess.E1)
+            or (rights & chess.BB_RANK_8 and board.king(chess.BLACK) != chess.E8)):
+        return board.castling_xfen()
+    return "".join(letter for mask, letter in _CASTLING_LETTERS if rights & mask)
 
 
 def render_board(board: chess.Board, mode: str = "UNICODE_ONLY") -> str:
@@ -364,8 +383,22 @@ def render_board(board: chess.Board, mode: str = "UNICODE_ONLY") -> str:
 
 
 def render_legal_moves(board: chess.Board) -> str:
-    """Return the ``get_legal_moves`` reply: legal UCI moves joined by commas, generator order."""
-    return ",".join(move.uci() for move in board.legal_moves)
+    """Return the ``get_legal_moves`` reply: legal UCI moves joined by commas, generator order.
+
+    ``move.uci()`` of every move of ``board.generate_legal_moves()``, formatted from the
+    squares directly (a legal move of standard chess is never a drop or the null move); a
+    test holds it equal to python-chess's own ``uci()`` on every position of the bundled
+    games. Other board classes (chess variants) get ``uci()`` itself.
+    """
+    if type(board) is not chess.Board:
+        return ",".join(move.uci() for move in board.legal_moves)
+    names, promoted = chess.SQUARE_NAMES, _PROMOTION_LETTERS
+    return ",".join(names[move.from_square] + names[move.to_square] + promoted[move.promotion]
+                    for move in board.generate_legal_moves())
+
+
+_PROMOTION_LETTERS: dict[int | None, str] = {
+    None: "", **{piece: chess.piece_symbol(piece) for piece in chess.PIECE_TYPES}}
 
 
 _BOARD_ROW = re.compile(r"^[♜♞♝♛♚♟♖♘♗♕♔♙⭘]( [♜♞♝♛♚♟♖♘♗♕♔♙⭘]){7}$")
@@ -383,9 +416,17 @@ def is_legal_list(text: str) -> bool:
     return bool(_UCI_LIST.match(text))
 
 
-@functools.lru_cache(maxsize=64)
+_PATTERNS: dict[tuple[str, int], re.Pattern[str]] = {}
+
+
 def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
+    """``re.compile(pattern, flags)``, compiled once per pattern (a version's own regexes)."""
+    hit = _PATTERNS.get((pattern, flags))
+    if hit is None:
+        if len(_PATTERNS) >= 64:
+            _PATTERNS.clear()
+        hit = _PATTERNS[(pattern, flags)] = re.compile(pattern, flags)
+    return hit
 
 
 def visible_text(version: DispatcherVersion, content: str) -> str:
@@ -396,9 +437,16 @@ def visible_text(version: DispatcherVersion, content: str) -> str:
 
 
 def _illegal_reason(board: chess.Board, uci: str) -> str | None:
-    """Return python-chess's error text for pushing ``uci``, or None when it is legal."""
+    """Return python-chess's error text for pushing ``uci``, or None when it is legal.
+
+    A move python-chess holds legal as parsed is what ``parse_uci`` accepts too (its
+    castling-notation conversions map such a move to itself), so only the others go
+    through ``parse_uci`` for its verdict and error text.
+    """
     try:
         move = chess.Move.from_uci(uci)
+        if move and board.is_legal(move):
+            return None
         board.parse_uci(move.uci())  # what push_uci checks; the board is not changed
     except ValueError as exc:
         return str(exc)
@@ -469,13 +517,13 @@ def dispatch(
     """
     if fen is None:
         return _dispatch(version, content, board=board, previous_prompt=previous_prompt)
-    reflecting = (previous_prompt == REFLECT_PROMPT if not version.remove_text
-                  else _strip_removed(version, previous_prompt) == REFLECT_PROMPT)
+    reflecting = _strip_removed(version, previous_prompt) == REFLECT_PROMPT
     key = (id(version), content, fen, reflecting)
     hit = _VERDICTS.get(key)
     if hit is not None and hit[0] is version:
         return hit[1]
-    verdict = _dispatch(version, content, board=board, previous_prompt=previous_prompt, fen=fen)
+    verdict = _dispatch(version, content, board=board, previous_prompt=previous_prompt, fen=fen,
+                        reflecting=reflecting)
     if len(_VERDICTS) >= _RENDERED_MAX:
         _VERDICTS.clear()
     _VERDICTS[key] = (version, verdict)
@@ -488,8 +536,10 @@ version object is kept with each entry so a reused ``id`` never answers for anot
 
 
 def _dispatch(version: DispatcherVersion, content: str, *, board: chess.Board,
-              previous_prompt: str, fen: str | None = None) -> Verdict:
-    """:func:`dispatch` without the verdict memo."""
+              previous_prompt: str, fen: str | None = None,
+              reflecting: bool | None = None) -> Verdict:
+    """:func:`dispatch` without the verdict memo (``reflecting``: whether
+    ``previous_prompt`` is the reflection prompt, when already decided)."""
     choice = visible_text(version, content)
     if version.actions != VERSIONS_DEFAULT_ACTIONS:
         return _dispatch_restricted(version, choice, board)
@@ -501,7 +551,9 @@ def _dispatch(version: DispatcherVersion, content: str, *, board: chess.Board,
         listed = (render_legal_moves(board) if fen is None
                   else rendered("legal", "", fen=fen, board=board))
         return Verdict(VerdictKind.LEGAL_QUERY, None, listed, False)
-    if _strip_removed(version, previous_prompt) == REFLECT_PROMPT:
+    if reflecting is None:
+        reflecting = _strip_removed(version, previous_prompt) == REFLECT_PROMPT
+    if reflecting:
         return Verdict(VerdictKind.REFLECTION_FOLLOWUP, None, REFLECTION_FOLLOWUP, False)
     if REFLECT_ACTION in choice:
         return Verdict(VerdictKind.REFLECTION, None, REFLECT_PROMPT, False)

@@ -64,6 +64,13 @@ def verify_frozen(folder: Path) -> list[Path]:
     each naming the file: a manifest whose own digest fails, a missing, changed or
     resized file, a run folder or file the manifest does not list.
     """
+    return [run for run, _ in read_frozen(folder)]
+
+
+def read_frozen(folder: Path) -> list[tuple[Path, dict[str, bytes]]]:
+    """:func:`verify_frozen`, returning with each run folder the bytes of its files (by
+    name, manifest order) as they were checked, so a replay reads exactly the verified
+    bytes and reads no file twice."""
     path = folder / MANIFEST_NAME
     manifest = loads_canonical(path.read_bytes(), path=str(path))
     if not isinstance(manifest, dict) or manifest.get("schema") != FROZEN_SCHEMA:
@@ -82,13 +89,17 @@ def verify_frozen(folder: Path) -> list[Path]:
     out = []
     for run in runs:
         run_dir = folder / str(run["folder"])
-        out.append(run_dir)
+        files: dict[str, bytes] = {}
+        out.append((run_dir, files))
         listed = {str(f["path"]) for f in run["files"]}
         if run_dir.is_dir():
             reasons += [_reason("unlisted", p, "file not listed in the manifest")
-                        for p in sorted(run_dir.iterdir()) if p.is_file() and p.name not in listed]
+                        for p in sorted(run_dir.iterdir()) if p.name not in listed and p.is_file()]
         for entry in run["files"]:
-            reasons += _check(run_dir / str(entry["path"]), entry)
+            found, data = _check(run_dir / str(entry["path"]), entry)
+            reasons += found
+            if data is not None:
+                files[str(entry["path"])] = data
     if reasons:
         raise Refusal(reasons, gate=_GATE)
     return out
@@ -112,17 +123,18 @@ def _runs(manifest: dict[str, Any], path: str) -> list[dict[str, Any]]:
     return runs
 
 
-def _check(path: Path, entry: dict[str, Any]) -> list[Reason]:
+def _check(path: Path, entry: dict[str, Any]) -> tuple[list[Reason], bytes | None]:
+    """The defects of one listed file, and its bytes when it has none."""
     if not path.is_file():
-        return [_reason("absent", path, "listed in the manifest but missing")]
+        return [_reason("absent", path, "listed in the manifest but missing")], None
     data = path.read_bytes()
     if len(data) != entry["bytes"]:
         return [_reason("truncated" if len(data) < entry["bytes"] else "digest_mismatch", path,
-                        f"{len(data)} bytes, manifest says {entry['bytes']}")]
+                        f"{len(data)} bytes, manifest says {entry['bytes']}")], None
     if bytes_digest(data) != entry["sha256"]:
         return [_reason("digest_mismatch", path, f"sha256 {bytes_digest(data)} differs from "
-                        f"manifest {entry['sha256']}")]
-    return []
+                        f"manifest {entry['sha256']}")], None
+    return [], data
 
 
 def _reason(code: str, path: Path, detail: str) -> Reason:

@@ -12,13 +12,20 @@ disagreement is reported per game; nothing is smoothed over.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import chess
 from rungbench.chess.transcripts.console import Block, Event, Marker, tokenize
-from rungbench.chess.transcripts.corpus import Attempt, Corpus, GameRecord, split_tool_calls
+from rungbench.chess.transcripts.corpus import (
+    Attempt,
+    Corpus,
+    GameRecord,
+    frozen_record,
+    split_tool_calls,
+)
 from rungbench.chess.transcripts.dispatch import (
     MOVE_MADE,
     PREVIOUS_MOVES_PREFIX,
@@ -49,7 +56,7 @@ from rungbench.chess.transcripts.llmchess_checks import (
     material_count,
     summary_checks,
 )
-from rungbench.chess.transcripts.versions import Detection, detect
+from rungbench.chess.transcripts.versions import Detection, detect, run_file
 from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, loads_canonical
 
@@ -59,6 +66,10 @@ HALTED = "Execution was halted due to error"
 ERROR_OCCURED = "ERROR OCCURED"
 """The termination reason the crash path records (the program's spelling)."""
 _MAX_GAME_MOVES = 200
+_REGENERATED_KIND = {VerdictKind.BOARD_QUERY: "board", VerdictKind.LEGAL_QUERY: "legal"}
+"""Which tally of regenerated replies a verdict's reply counts in (``other`` otherwise)."""
+_VALUES = {kind: kind.value for kind in VerdictKind}
+"""Each verdict kind's value (read once: ``Enum.value`` is a Python-level property)."""
 
 
 @dataclass
@@ -142,18 +153,24 @@ def variant_of(dv: DispatcherVersion) -> str:
     return f"llmchess/{assist}/{dv.board_mode}/{reflection}{history}"
 
 
-def read_run(folder: Path, *, dispatcher: str | None = None) -> RunReport:
+def read_run(folder: Path, *, dispatcher: str | None = None,
+             files: Mapping[str, bytes] | None = None) -> RunReport:
     """Parse, replay and check one LLM Chess run folder, game by game.
 
     ``dispatcher`` names a version to replay with instead of the detected one.
+    ``files``, when given, are every file of the run by name, already read (a frozen
+    corpus's verified bytes, :func:`rungbench.chess.transcripts.frozen.read_frozen`): the
+    run is read from them, never from disk, and a name they lack is a file the run lacks.
     Games that fail a check are excluded with a registered reason
     (:mod:`rungbench.chess.transcripts.eligibility`); only eligible games reach the corpus.
     """
     out_path = folder / "output.txt"
-    data = out_path.read_bytes()
+    data = run_file(folder, "output.txt", files)
+    if data is None:
+        data = out_path.read_bytes()  # raises naming the missing file
     events = tokenize(data, path=str(out_path))
-    jsons = _game_jsons(folder)
-    detection = detect(folder, data, events, override=dispatcher, jsons=jsons)
+    jsons = _game_jsons(folder, files)
+    detection = detect(folder, data, events, override=dispatcher, jsons=jsons, files=files)
     dv = detection.version
     games = _split_games(events)
     run_group, variant = folder.name, variant_of(dv)
@@ -168,8 +185,8 @@ def read_run(folder: Path, *, dispatcher: str | None = None) -> RunReport:
     for index, (replay, (name, note)) in enumerate(zip(replays, matches, strict=True), start=1):
         reports.append(replay.report(index, name, jsons.get(name or ""), note))
     used = {name for name, _ in matches if name}
-    run_checks = aggregate_checks(folder, events, reports)
-    per_game = _exclusions(folder, games, replays, reports, matches, run_checks)
+    run_checks = aggregate_checks(folder, events, reports, files=files)
+    per_game = _exclusions(folder, games, replays, reports, matches, run_checks, files)
     attempts, records = [], []
     for replay in replays:
         if replay.game in per_game:
@@ -190,9 +207,10 @@ def read_run(folder: Path, *, dispatcher: str | None = None) -> RunReport:
 def _exclusions(
     folder: Path, games: list[list[Event]], replays: list[_Replay], reports: list[GameReport],
     matches: list[tuple[str | None, str | None]], run_checks: list[Check],
+    files: Mapping[str, bytes] | None,
 ) -> dict[str, tuple[Exclusion, ...]]:
     """Every game's exclusions: its console lines, its failed checks, its JSON."""
-    stores_json = _stores_game_json(folder)
+    stores_json = _stores_game_json(folder, files)
     aggregate = [c for c in run_checks if not c.ok]
     out: dict[str, tuple[Exclusion, ...]] = {}
     for index, (events, replay, report, (name, note)) in enumerate(
@@ -200,7 +218,7 @@ def _exclusions(
         first_block = next((e for e in events if isinstance(e, Block)), None)
         found = event_exclusions(events, first_game=index == 0,
                                  opening_ok=first_block is not None and is_opening(first_block))
-        found += check_exclusions(report.checks, report.line)
+        found += check_exclusions(report.disagreements, report.line)  # (it skips the rest)
         crashed = any(e.code == "engine_crash" for e in found)
         if replay.complete and name is None and note is not None and not crashed:
             # (a crashed game's JSON counts the tokens of the request that failed, which
@@ -217,11 +235,12 @@ def _exclusions(
     return out
 
 
-def _stores_game_json(folder: Path) -> bool:
+def _stores_game_json(folder: Path, files: Mapping[str, bytes] | None) -> bool:
     path = folder / "_run.json"
-    if not path.is_file():
+    raw = run_file(folder, "_run.json", files)
+    if raw is None:
         return False
-    data = loads_canonical(path.read_bytes(), path=str(path))
+    data = loads_canonical(raw, path=str(path))
     return bool(data.get("metadata", {}).get("store_individual_logs")) if isinstance(
         data, dict) else False
 
@@ -240,8 +259,13 @@ def _split_games(events: list[Event]) -> list[list[Event]]:
     return games
 
 
-def _game_jsons(folder: Path) -> dict[str, dict[str, Any]]:
+def _game_jsons(folder: Path, files: Mapping[str, bytes] | None) -> dict[str, dict[str, Any]]:
     out = {}
+    if files is not None:
+        for name in sorted(files):
+            if name.endswith(".json") and not name.startswith("_"):
+                out[name] = loads_canonical(files[name], path=str(folder / name))
+        return out
     for path in sorted(folder.glob("*.json")):
         if path.name.startswith("_"):
             continue
@@ -275,19 +299,21 @@ class _Replay:
         crashed = False
         last: _Player | None = None
         for event in events:
-            if isinstance(event, Marker) and event.kind == "made_move":
+            if not isinstance(event, Marker):
+                dialogue.append(event)
+            elif event.kind == "made_move":
                 last = self._dialogue(dialogue, ended=True)
                 dialogue = []
                 self.moves_made += 1
                 self.checks.append(Check("made_move_number", "console",
                                          int(event.text.split()[-1]), self.moves_made))
-            elif isinstance(event, Marker) and event.kind == "game_over":
+            elif event.kind == "game_over":
                 self.complete = True
                 self.summary = event.text
-            elif isinstance(event, Marker) and event.text.startswith(HALTED):
+            elif event.text.startswith(HALTED):
                 crashed = True
                 dialogue.append(event)
-            elif isinstance(event, Marker) and event.kind == "tokens" and last is not None:
+            elif event.kind == "tokens" and last is not None:
                 # Token counts are printed after MADE MOVE, for the dialogue just ended.
                 value = int(event.text.split(": ")[1])
                 prompt, completion = last.tokens
@@ -392,22 +418,23 @@ class _Replay:
             if player.failed >= self.dv.max_failed_attempts and verdict.failed:
                 self._check_breaking(breaking, verdict.reply, block)
                 expected = TOO_MANY_WRONG_ACTIONS
-            kind = {"board_query": "board", "legal_query": "legal"}.get(verdict.kind.value, "other")
-            check = Check(f"reply@{self.source}:{reply.body_line}", "transcript",
-                          reply.body, expected)
+            kind = _REGENERATED_KIND.get(verdict.kind, "other")
+            check = frozen_record(Check, name=f"reply@{self.source}:{reply.body_line}",
+                                  source="transcript", expected=reply.body, observed=expected)
             self.checks.append(check)
             if check.ok:
                 self.regenerated[kind] += 1
-        self.attempts.append(Attempt(
+        self.attempts.append(frozen_record(
+            Attempt,
             run_group=self.run_group, variant=self.variant, game=self.game, ply=ply,
             colour="white" if self.board.turn == chess.WHITE else "black", player=player.name,
             role=role, attempt=turns, fen_before=fen, prompt=prompt.body, response=block.body,
-            verdict=verdict.kind.value if dispatched else None,
+            verdict=_VALUES[verdict.kind] if dispatched else None,
             move=verdict.move if dispatched else None,
             reply=reply.body if dispatched and reply is not None else None,
             dispatcher=self.dv.name, source=self.source_key, line=block.body_line,
             response_range=block.span, prompt_range=prompt.span,
-            tool_calls=tuple(c.name for c in calls),
+            tool_calls=tuple([c.name for c in calls]) if calls else (),
         ))
         if dispatched and verdict.accepted and verdict.move is not None:
             move = chess.Move.from_uci(verdict.move)
@@ -524,11 +551,8 @@ class _Replay:
 
 def _sans(moves: list[chess.Move]) -> tuple[str, ...]:
     """SAN of every move of a game from the starting position."""
-    board, out = chess.Board(), []
-    for move in moves:
-        out.append(board.san(move))
-        board.push(move)
-    return tuple(out)
+    board = chess.Board()
+    return tuple(board.san_and_push(move) for move in moves)  # ``san`` then ``push``, once
 
 
 def _game_over(board: chess.Board, players: dict[str, _Player],

@@ -90,15 +90,27 @@ def run_dates(folder: Path, output: bytes,
     return tuple(sorted(found))
 
 
+def run_file(folder: Path, name: str, files: Mapping[str, bytes] | None) -> bytes | None:
+    """The bytes of the file ``name`` of a run: from ``files`` (every file of the run, already
+    read) when given, else from ``folder`` on disk; None when the run has no such file."""
+    if files is not None:
+        return files.get(name)
+    path = folder / name
+    return path.read_bytes() if path.is_file() else None
+
+
 def detect(folder: Path, output: bytes, events: Sequence[Event], *,
-           override: str | None = None, jsons: Mapping[str, Any] | None = None) -> Detection:
+           override: str | None = None, jsons: Mapping[str, Any] | None = None,
+           files: Mapping[str, bytes] | None = None) -> Detection:
     """Decide the program version of the run in ``folder`` (see the module docstring).
 
-    ``jsons`` are the run's parsed game JSONs by file name, when already read.
+    ``jsons`` are the run's parsed game JSONs by file name, when already read; ``files``
+    every file of the run by name, when already read (see :func:`run_file`).
     """
     dates = run_dates(folder, output, jsons)
     run_json = folder / "_run.json"
-    config = _run_config(run_json) if run_json.is_file() else None
+    raw = run_file(folder, "_run.json", files)
+    config = _run_config(run_json, raw) if raw is not None else None
     if override is not None:
         dv = version(override)
         return Detection(_configured(dv, config, run_json) if config is not None else dv,
@@ -171,8 +183,8 @@ def _opening_ok(dv: DispatcherVersion, body: str, openings: set[str]) -> bool:
     return body in openings
 
 
-def _run_config(path: Path) -> dict[str, Any]:
-    data = loads_canonical(path.read_bytes(), path=str(path))
+def _run_config(path: Path, raw: bytes) -> dict[str, Any]:
+    data = loads_canonical(raw, path=str(path))
     config = data.get("config") if isinstance(data, dict) else None
     if not isinstance(config, dict):
         raise _unknown(path.parent, (), [f"{path.name} has no config mapping"])
