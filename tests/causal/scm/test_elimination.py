@@ -139,11 +139,12 @@ def test_min_fill_order_gives_the_min_degree_answers(monkeypatch: pytest.MonkeyP
     worlds = [m.world for m in motif_catalogue(rng) if len(m.world.observed_names) >= 3]
     worlds += [random_world(DagSpec(n, 0.3, 0.15), rng, f"r{n}") for n in (6, 12, 20, 30)]
     worlds += [dense_world(n, 2.7, rng, f"d{n}") for n in (30, 45)]
+    elimination.clear_caches()
     new = _answers(worlds, np.random.default_rng(9))
-    elimination._ORDERS.clear()
+    elimination.clear_caches()  # plans and answers too: the old order must be recompiled
     monkeypatch.setattr(elimination, "_elimination_order", _min_degree)
     old = _answers(worlds, np.random.default_rng(9))
-    elimination._ORDERS.clear()
+    elimination.clear_caches()
     assert len(new) == len(old) and sum(v is not None for v in new) > 60
     for a, b in zip(new, old, strict=True):
         assert (a is None) == (b is None)
@@ -177,3 +178,38 @@ def test_min_fill_narrows_the_largest_table_on_a_dense_world() -> None:
 
     assert width(_min_degree(scopes, keep)) == 26
     assert width(elimination._elimination_order(scopes, keep)) == 23
+
+
+def test_a_repeated_query_reads_its_kept_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second identical query runs no contraction and returns the same float; after
+    ``clear_answers`` the compiled plan runs again (no recompile) and gives it bit for bit."""
+    from rungbench.causal.scm import contraction
+
+    w = random_world(DagSpec(20, 0.2, 0.1), np.random.default_rng(12), "memo")
+    names = w.observed_names
+    q = Query(2, {names[-1]: 1}, {names[0]: 1}, {names[5]: 0})
+    elimination.clear_caches()
+    first = oracle.probability(w, q, method="elimination")
+    real_run = contraction.Contraction.run
+
+    def refuse(*_: object) -> object:
+        raise AssertionError("the contraction ran again")
+
+    monkeypatch.setattr(contraction.Contraction, "run", refuse)
+    assert oracle.probability(w, q, method="elimination") == first
+    monkeypatch.setattr(contraction.Contraction, "run", real_run)
+    monkeypatch.setattr(elimination, "_compile", refuse)
+    elimination.clear_answers()
+    assert oracle.probability(w, q, method="elimination") == first
+
+
+def test_a_lone_copy_with_an_intervened_parent_is_its_sliced_cpd() -> None:
+    """The factor of one copy of V whose parent X is set to 1 equals the shared-noise factor
+    built response by response, to 1e-15."""
+    v = Variable("V", ("X", "Z"), mech.random_mixture(2, np.random.default_rng(2)))
+    w = World("one", (Variable("X", (), mech.root(0.5)), Variable("Z", (), mech.root(0.4)), v))
+    net = elimination._network(w)
+    sliced = net.factor(v, [("V@1", [1, "Z"])])
+    built = elimination.shared_noise_factor(v, [("V@1", [1, "Z"])])
+    assert sliced.variables == built.variables == ("V@1", "Z")
+    assert np.allclose(sliced.table, built.table, rtol=0.0, atol=1e-15)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rungbench.causal.scm import elimination, oracle
+from rungbench.causal.scm import contraction, elimination, oracle
 from rungbench.causal.scm.mechanisms import random_mixture
 from rungbench.causal.scm.world import Query, Variable, World
 from rungbench.errors import Refusal
@@ -27,7 +27,7 @@ def _no_big_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(elimination, "cpd_factor", refuse)
     monkeypatch.setattr(elimination, "shared_noise_factor", refuse)
-    monkeypatch.setattr(elimination, "_product", refuse)
+    monkeypatch.setattr(contraction.Contraction, "run", refuse)
 
 
 def test_rung3_on_a_dense_world_refuses_before_allocating(

@@ -1,0 +1,124 @@
+"""Evidence a query does not need: the parts of the reduced network its target cannot see.
+
+Once the evidence is fixed, the factors of a (multi-world) network fall into connected
+components, joined only through unobserved nodes. The joint factorizes over them, so
+P(target | evidence) reads only the components that hold a target node; every other
+component multiplies numerator and denominator by the same P(its evidence) (d-separated
+evidence, as pyAgrum's relevance reasoning drops it). That factor still matters in one way:
+when it is zero the query must be refused, as enumeration refuses it. A component is dropped
+only when that cannot happen, certified without eliminating it (:func:`has_positive_witness`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rungbench.causal.scm.world import Variable
+
+
+def components(scopes: Sequence[Sequence[str]]) -> list[int]:
+    """Component of each factor (factors sharing a variable share a component; a factor
+    with no variable left is a component of its own)."""
+    parent: dict[str, str] = {}
+
+    def root(a: str) -> str:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for sc in scopes:
+        for a in sc:
+            parent.setdefault(a, a)
+        for a in sc[1:]:
+            ra, rb = root(a), root(sc[0])
+            if ra != rb:
+                parent[ra] = rb
+    ids: dict[str, int] = {}
+    out = []
+    for i, sc in enumerate(scopes):
+        key = root(sc[0]) if sc else f"#{i}"
+        out.append(ids.setdefault(key, len(ids)))
+    return out
+
+
+def split(scopes: Sequence[Sequence[str]], query: Sequence[str]
+          ) -> tuple[list[int], dict[int, list[int]]]:
+    """(factors in a component holding a query node, the other factors by component)."""
+    comp = components(scopes)
+    wanted = {comp[i] for i, sc in enumerate(scopes) if any(q in sc for q in query)}
+    kept: list[int] = []
+    others: dict[int, list[int]] = {}
+    for i, c in enumerate(comp):
+        if c in wanted:
+            kept.append(i)
+        else:
+            others.setdefault(c, []).append(i)
+    return kept, others
+
+
+WITNESS_STEPS = 256
+"""Assignments :func:`has_positive_witness` may try before giving up (then the component is
+eliminated with the rest: the search only ever saves work)."""
+
+
+def has_positive_witness(copies: Sequence[tuple[Variable, str, Sequence[str | int]]],
+                         evidence: Mapping[str, int]) -> bool:
+    """True when one assignment of a component has positive probability and agrees with the
+    evidence: then P(the component's evidence) > 0, proved without eliminating it.
+
+    ``copies`` are the component's lone copies (node, its variable, its parent nodes or
+    intervened constants) in topological order. A depth-first search sets the unobserved
+    nodes in that order (more probable value first, impossible values never) and backtracks
+    when an observed node has probability zero given the values chosen. False is not a
+    proof of impossibility (the search stops after :data:`WITNESS_STEPS` steps, or meets a
+    parent outside the component): the caller then eliminates the component.
+    """
+    value: dict[str, int] = dict(evidence)
+    untried: list[list[int]] = []  # per depth: the values left to try there
+    depth, steps = 0, 0
+    while depth < len(copies):
+        steps += 1
+        options = _options(copies[depth], value, evidence)
+        if options is None or steps > WITNESS_STEPS:
+            return False
+        untried.append(options)
+        while untried and not untried[-1]:
+            untried.pop()  # dead end: back to the last copy with a value left
+        if not untried:
+            return False
+        depth = len(untried) - 1
+        node = copies[depth][1]
+        chosen = untried[depth].pop(0)
+        if node not in evidence:
+            value[node] = chosen  # deeper values go stale but are reset before being read
+        depth += 1
+    return True
+
+
+def _options(copy: tuple[Variable, str, Sequence[str | int]], value: Mapping[str, int],
+             evidence: Mapping[str, int]) -> list[int] | None:
+    """Values the copy may take given its parents' (more probable first; for an observed
+    node, its value if possible); None when a parent has no value (outside the component)."""
+    var, node, parents = copy
+    row = 0
+    for i, p in enumerate(parents):
+        bit = p if isinstance(p, int) else value.get(p)
+        if bit is None:
+            return None
+        row |= bit << i
+    probs = _rows(var)[row]  # exact zeros: both are sums of response probabilities
+    if node in evidence:
+        return [evidence[node]] if probs[evidence[node]] > 0.0 else []
+    first = int(probs[1] > probs[0])
+    return [first, 1 - first] if probs[1 - first] > 0.0 else [first]
+
+
+def _rows(var: Variable) -> tuple[tuple[float, float], ...]:
+    """(P(V=0 | row), P(V=1 | row)) per row as Python floats, kept on the variable."""
+    rows: tuple[tuple[float, float], ...] | None = var.__dict__.get("_cpd_rows")
+    if rows is None:
+        cpd = var.cpd()
+        rows = tuple((float(a), float(b)) for a, b in zip(cpd[0], cpd[1], strict=True))
+        object.__setattr__(var, "_cpd_rows", rows)
+    return rows
