@@ -16,7 +16,10 @@ Measured (issue 21, item 3), each the best and the median of ``--repeats`` fresh
   separates the runner's own cost from the SDK's and the server's;
 * memory per cell: the growth of the runner process's resident set over a run, per cell,
   between a small and a large run (target: flat, i.e. about the size of the frozen request
-  the runner holds for each cell, whatever the number of cells).
+  the runner holds for each cell, whatever the number of cells);
+* CPU time per cell of the runner's process (runner, SDK, HTTP client) and of the server's
+  process, each the median over the row's runs: on a shared host these move far less
+  than the rates do, and their sum against the cores available bounds the rate.
 
 Usage: ``.venv/bin/python benchmarks/runner_overhead.py [--cells N] [--latency-ms MS]
 [--repeats K] [--concurrency 1 16 64]``. The host may be shared: say so beside the figures.
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import multiprocessing.connection
+import resource
 import statistics
 import tempfile
 import time
@@ -57,13 +61,23 @@ def _schedule(cells: int) -> Schedule:
     return puzzle_schedule(shared_data_dir() / "lichess_puzzles" / "puzzles.csv", limit=cells)
 
 
+def _cpu_s() -> float:
+    """User and system CPU seconds of this process so far (all its threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _serve(cells: int, latency_s: float, conn: multiprocessing.connection.Connection) -> None:
-    """Child process: serve the schedule's cells until told to stop."""
+    """Child process: serve the schedule's cells until told to stop; report the CPU time
+    spent serving."""
     schedule = _schedule(cells)
+    # the random mover answers in a fraction of a millisecond: on the loop thread itself
     with LoopbackServer(RandomMover(seed=0), api_key=KEY, requests=[c.request for c in schedule],
-                        delay_s=latency_s) as server:
+                        delay_s=latency_s, inline_agent=True) as server:
+        start = _cpu_s()
         conn.send(server.base_url)
         conn.recv()
+        conn.send(_cpu_s() - start)
 
 
 def _rss_bytes() -> int:
@@ -85,19 +99,21 @@ def measure(cells: int, concurrency: int, latency_s: float, workdir: Path) -> di
         run_dir = create_run(workdir / f"c{concurrency}-l{latency_s}-n{cells}", schedule,
                              describe_agent(provider), policy=RetryPolicy(max_attempts=1))
         del schedule
-        before = _rss_bytes()
+        before, cpu = _rss_bytes(), _cpu_s()
         summary = execute_run(run_dir, provider, validator=validate_move,
                               concurrency=concurrency)
-        grown = _rss_bytes() - before
+        cpu, grown = _cpu_s() - cpu, _rss_bytes() - before
         provider.close()
     finally:
         here.send("stop")
+        served = here.recv() if here.poll(10) else float("nan")
         child.join(10)
         if child.is_alive():
             child.kill()
     if not verify_run(run_dir, validate_move).ok or summary.outcomes != {"answered": cells}:
         raise SystemExit(f"run incomplete: {summary.outcomes}")
-    return {"rate": summary.cells_per_s, "rss": float(grown)}
+    return {"rate": summary.cells_per_s, "rss": float(grown), "cpu": cpu / cells,
+            "server_cpu": served / cells}
 
 
 class _Sleeper:
@@ -122,10 +138,12 @@ def measure_runner_alone(cells: int, concurrency: int, latency_s: float,
     agent = _Sleeper(latency_s)
     run_dir = create_run(workdir / f"alone-c{concurrency}-l{latency_s}", schedule,
                          describe_agent(agent), policy=RetryPolicy(max_attempts=1))
+    cpu = _cpu_s()
     summary = execute_run(run_dir, agent, concurrency=concurrency)
+    cpu = _cpu_s() - cpu
     if summary.finalized != cells:
         raise SystemExit(f"run incomplete: {summary.outcomes}")
-    return {"rate": summary.cells_per_s, "rss": 0.0}
+    return {"rate": summary.cells_per_s, "rss": 0.0, "cpu": cpu / cells, "server_cpu": 0.0}
 
 
 def _isolated(cells: int, concurrency: int, latency_s: float, *,
@@ -138,11 +156,16 @@ def _isolated(cells: int, concurrency: int, latency_s: float, *,
         return pool.submit(fn, cells, concurrency, latency_s, Path(tmp)).result()
 
 
-def _row(label: str, rates: list[float], ideal: float | None, target: str) -> str:
+def _row(label: str, runs: list[dict[str, float]], ideal: float | None, target: str) -> str:
+    rates = [r["rate"] for r in runs]
     best, median = max(rates), statistics.median(rates)
     shown = f"{ideal:>8.0f}" if ideal else f"{'n/a':>8}"
     share = f"{best / ideal:>6.0%} {median / ideal:>6.0%}" if ideal else f"{'':>6} {'':>6}"
-    return f"{label:<18} {best:>8.0f} {median:>8.0f} {shown} {share}   {target}"
+    cpu = statistics.median(r["cpu"] for r in runs) * 1000
+    served = statistics.median(r["server_cpu"] for r in runs) * 1000
+    server = f"{served:>6.2f}" if served else f"{'-':>6}"
+    return (f"{label:<18} {best:>8.0f} {median:>8.0f} {shown} {share} {cpu:>6.2f} {server}"
+            f"   {target}")
 
 
 def main() -> None:
@@ -157,13 +180,14 @@ def main() -> None:
     args = parser.parse_args()
     latency = args.latency_ms / 1000.0
     print(f"{args.cells} puzzle cells per run, {args.repeats} runs per row (best, median); "
-          "group commit; real openai client; loopback server in a child process")
+          "group commit; real openai client (AsyncOpenAI over aiohttp); asyncio loopback "
+          "server in a child process; 'cpu ms' and 'server': CPU time per cell of the "
+          "runner's and of the server's process (medians)")
     print(f"{'latency, conc.':<18} {'best/s':>8} {'median/s':>8} {'ideal/s':>8} "
-          f"{'best':>6} {'median':>6}   target (before)")
+          f"{'best':>6} {'median':>6} {'cpu ms':>6} {'server':>6}   target (before)")
     for delay in (0.0, latency):
         for concurrency in args.concurrency:
-            rates = [_isolated(args.cells, concurrency, delay)["rate"]
-                     for _ in range(args.repeats)]
+            runs = [_isolated(args.cells, concurrency, delay) for _ in range(args.repeats)]
             ideal = concurrency / delay if delay else None
             if delay and concurrency >= 16:
                 target = f">= {TARGET_IDEAL_SHARE:.0%} of ideal"
@@ -174,14 +198,14 @@ def main() -> None:
             before = BEFORE_CELLS_PER_S.get((concurrency, round(delay, 3)))
             if before:
                 target += f" ({before}/s before)"
-            print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", rates, ideal, target))
+            print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", runs, ideal, target))
     print("the runner alone (an in-process agent that sleeps the latency; no SDK, HTTP or "
           "server):")
     for delay in (0.0, latency):
         for concurrency in args.concurrency:
-            rates = [_isolated(args.cells, concurrency, delay, alone=True)["rate"]
-                     for _ in range(args.repeats)]
-            print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", rates,
+            runs = [_isolated(args.cells, concurrency, delay, alone=True)
+                    for _ in range(args.repeats)]
+            print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", runs,
                        concurrency / delay if delay else None, ""))
     small, large = args.memory_cells
     growth: dict[int, list[float]] = {n: [] for n in (small, large)}

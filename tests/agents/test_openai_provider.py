@@ -16,6 +16,7 @@ from rungbench.agents.openai_provider import (
     Pricing,
     parse_completion,
     retry_after_seconds,
+    timed_out,
 )
 from rungbench.agents.outcomes import CallFailure, Outcome, classify
 from rungbench.agents.protocol import Request, Response, ToolCall
@@ -284,3 +285,39 @@ def test_odd_completion_bodies_are_provider_errors_or_zero_usage() -> None:
         assert caught.value.__context__ is None
     odd = parse_completion({"choices": [{"message": {"content": "hi"}}], "usage": [3, 4]})
     assert (odd.text, odd.usage.tokens_in, odd.usage.tokens_out) == ("hi", 0, 0)
+
+
+def test_a_lost_connection_reported_as_a_timeout_is_told_apart() -> None:
+    """An SDK timeout raised from an aiohttp connection error (the server hung up) is not a
+    timeout; one raised from a read timeout, or with no cause, is."""
+    import aiohttp
+    import openai
+
+    def sdk_timeout(cause: BaseException | None) -> openai.APITimeoutError:
+        error = openai.APITimeoutError(request=None)  # type: ignore[arg-type]
+        error.__cause__ = cause
+        return error
+
+    assert not timed_out(sdk_timeout(aiohttp.ServerDisconnectedError()))
+    assert timed_out(sdk_timeout(aiohttp.SocketTimeoutError()))
+    assert timed_out(sdk_timeout(None))
+
+
+def test_one_provider_serves_many_threads_and_reopens_after_close() -> None:
+    """Calls from many threads at once all get their answer over one client; a closed
+    provider answers again (its loop and pool are opened anew)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    requests = [move_choice_request(f"cell-{i}", FEN) for i in range(12)]
+    with LoopbackServer(RandomMover(seed=1), api_key=KEY, requests=requests, delay_s=0.02,
+                        inline_agent=True) as server:
+        provider = _provider(server)
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(provider.respond, requests))
+        provider.close()
+        again = provider.respond(requests[0])
+        provider.close()
+    assert all(classify(r, a, validate_move).outcome is Outcome.ANSWERED
+               for r, a in zip(requests, answers, strict=True))
+    assert again == answers[0] and server.max_in_flight > 1
+    assert sum(server.counts.values()) == 13

@@ -13,17 +13,18 @@ The server checks the bearer key it was given, as a real endpoint would.
 
 from __future__ import annotations
 
+import asyncio
 import json
-import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from rungbench.agents.http_serve import HttpReply, HttpRequest, HttpServer
 from rungbench.agents.protocol import Agent, Message, Request, Response
 from rungbench.evidence.canonical import canonical_bytes, digest
 
@@ -50,8 +51,21 @@ REFUSAL_TEXT = "I can't help with that request."
 GARBAGE_ARGUMENTS = '{"move": e2e4,,'
 
 
+AGENT_THREADS = 64
+"""Threads that run the backing agent's ``respond`` (so a slow agent, an engine say, does
+not hold up the event loop that serves every other connection)."""
+
+
 class LoopbackServer:
-    """A threaded HTTP server on 127.0.0.1 (port chosen by the OS) serving one Agent."""
+    """An HTTP server on 127.0.0.1 (port chosen by the OS) serving one Agent.
+
+    One event loop thread (:mod:`rungbench.agents.http_serve`) parses every request and
+    waits out the configured latency and stalls; the agent itself answers on a pool of
+    :data:`AGENT_THREADS` threads, or with ``inline_agent`` on the loop thread itself: for
+    an agent that answers in well under a millisecond (the reference movers) that saves a
+    thread handoff per request (about a quarter of the server's CPU per request), but a
+    slow agent (an engine) would hold up every other connection while it thinks.
+    """
 
     def __init__(
         self,
@@ -66,8 +80,10 @@ class LoopbackServer:
         retry_after_s: float = 0.3,
         stall_s: float = 2.0,
         model: str = "loopback",
+        inline_agent: bool = False,
     ) -> None:
         self.agent = agent
+        self.inline_agent = inline_agent
         self.model = model
         self.delay_s = delay_s
         self.retry_after_s = retry_after_s
@@ -88,28 +104,30 @@ class LoopbackServer:
         self._known = {r.payload_digest(): r for r in requests}
         self._api_key = api_key
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
-        self._thread: threading.Thread | None = None
+        self._shapes: dict[str, tuple[str, int]] = {}
+        """Payload digest -> (completion id, prompt-token estimate) of a known request."""
+        self._http = HttpServer(self.handle)
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def base_url(self) -> str:
         """The ``/v1`` base URL to give the OpenAI client."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        host, port = self._http.address
+        return f"http://{host}:{port}/v1"
 
     def start(self) -> LoopbackServer:
-        """Serve in a daemon thread; return self."""
-        # a short poll interval makes stop() return in ~50 ms instead of ~500 ms
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        """Serve from an event loop thread; return self once connections are accepted."""
+        if not self.inline_agent:
+            self._pool = ThreadPoolExecutor(AGENT_THREADS, thread_name_prefix="rungbench-agent")
+        self._http.start()
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        """Stop serving (connections and pending replies are dropped), close the socket."""
+        self._http.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def __enter__(self) -> LoopbackServer:
         return self.start()
@@ -124,8 +142,10 @@ class LoopbackServer:
 
     def register(self, request: Request) -> None:
         """Make ``request`` (with its metadata) known, so its payload resolves to it."""
+        key = request.payload_digest()
         with self._lock:
-            self._known[request.payload_digest()] = request
+            self._known[key] = request
+            self._shapes.pop(key, None)
 
     def authorised(self, header: str | None) -> bool:
         """Return whether an ``Authorization`` header carries this server's key."""
@@ -170,8 +190,14 @@ class LoopbackServer:
             metadata=self.metadata_fn(payload) if self.metadata_fn is not None else {},
         )
 
-    def completion(self, request: Request, fault: Fault | None) -> dict[str, Any]:
-        """Return the chat-completion body for ``request`` (normal, garbage or refusal)."""
+    def completion(
+        self, request: Request, fault: Fault | None, key: str | None = None
+    ) -> dict[str, Any]:
+        """Return the chat-completion body for ``request`` (normal, garbage or refusal).
+
+        ``key`` (the request's payload digest, when the caller has it) lets the completion
+        id and the prompt-token estimate of a request be computed once, not per call.
+        """
         if fault is Fault.REFUSAL:
             response = Response(text=REFUSAL_TEXT, refusal=REFUSAL_TEXT)
         else:
@@ -196,10 +222,11 @@ class LoopbackServer:
         }
         if calls:
             message["tool_calls"] = calls
-        tokens_in = response.usage.tokens_in or len(canonical_bytes(request.payload())) // 4
+        ident, estimate = self._shape(request, key)
+        tokens_in = response.usage.tokens_in or estimate
         tokens_out = response.usage.tokens_out or max(1, len(json.dumps(message)) // 4)
         return {
-            "id": f"chatcmpl-{request.digest()[7:23]}",
+            "id": ident,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.model,
@@ -214,11 +241,67 @@ class LoopbackServer:
         }
 
 
-class _Server(ThreadingHTTPServer):
-    """Threaded server with a backlog deep enough for bursts of 16+ concurrent clients."""
+    def _shape(self, request: Request, key: str | None) -> tuple[str, int]:
+        shape = self._shapes.get(key) if key is not None else None
+        if shape is None:
+            shape = (f"chatcmpl-{request.digest()[7:23]}",
+                     len(canonical_bytes(request.payload())) // 4)
+            if key is not None and self._known.get(key) is request:
+                self._shapes[key] = shape
+        return shape
 
-    daemon_threads = True
-    request_queue_size = 128
+    async def handle(self, request: HttpRequest) -> HttpReply | None:
+        """Answer one HTTP request (None drops the connection: :attr:`Fault.DROP`)."""
+        if request.method != "POST":
+            return _json(501, {"error": {"message": f"unsupported method {request.method}"}})
+        if not request.target.rstrip("/").endswith("/chat/completions"):
+            return _json(404, {"error": {"message": f"no route {request.target}"}})
+        if not self.authorised(request.header("Authorization")):
+            return _json(401, {"error": {"message": "invalid api key", "type": "auth"}})
+        try:
+            body = json.loads(request.body)
+            payload = wire_payload(body)
+        except (ValueError, KeyError, TypeError) as exc:
+            return _json(400, {"error": {"message": f"bad request body: {exc}"}})
+        self.last_body = body
+        key, fault = self.admit(payload)
+        self.enter()
+        try:  # the reply is composed while counted in flight, written after
+            return await self._reply(key, payload, fault)
+        finally:
+            self.leave()
+
+    async def _reply(
+        self, key: str, payload: dict[str, Any], fault: Fault | None
+    ) -> HttpReply | None:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if fault is Fault.DROP:
+            return None
+        if fault is Fault.RATE_LIMIT:
+            return _json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
+                         {"Retry-After": f"{self.retry_after_s:g}"})
+        if fault is Fault.SERVER_ERROR:
+            return _json(500, {"error": {"message": "upstream failure", "type": "server"}})
+        if fault is Fault.STALL:
+            await asyncio.sleep(self.stall_s)
+        if fault is Fault.NOT_JSON:
+            return HttpReply(200, b"<html><body>502 gateway hiccup</body></html>")
+        try:
+            if self._pool is None:
+                body = self._answer(key, payload, fault)
+            else:
+                body = await asyncio.get_running_loop().run_in_executor(
+                    self._pool, self._answer, key, payload, fault
+                )
+        except Exception as exc:  # the backing agent failed: a 500, as a real server would
+            return _json(500, {"error": {"message": f"agent failed: {type(exc).__name__}: {exc}"}})
+        return HttpReply(200, body)
+
+    def _answer(self, key: str, payload: dict[str, Any], fault: Fault | None) -> bytes:
+        """The completion's bytes (run on the agent pool)."""
+        request = self.resolve(key, payload)
+        return json.dumps(self.completion(request, fault, key)).encode("utf-8")
 
 
 def wire_payload(body: dict[str, Any]) -> dict[str, Any]:
@@ -231,91 +314,5 @@ def wire_payload(body: dict[str, Any]) -> dict[str, Any]:
 
 def _json(
     status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> tuple[int, bytes, dict[str, str] | None]:
-    return status, json.dumps(body).encode("utf-8"), headers
-
-
-def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def setup(self) -> None:
-            super().setup()
-            # without this, Nagle's algorithm and delayed ACKs add ~40 ms to every reply
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            """Stay quiet: tests and benchmarks read counters, not access logs."""
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            raw = self.rfile.read(length)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            if not server.authorised(self.headers.get("Authorization")):
-                self._send(401, {"error": {"message": "invalid api key", "type": "auth"}})
-                return
-            try:
-                body = json.loads(raw)
-                payload = wire_payload(body)
-            except (ValueError, KeyError, TypeError) as exc:
-                self._send(400, {"error": {"message": f"bad request body: {exc}"}})
-                return
-            server.last_body = body
-            key, fault = server.admit(payload)
-            server.enter()
-            try:  # the reply is composed while counted in flight, written after
-                reply = self._reply(key, payload, fault)
-            finally:
-                server.leave()
-            if reply is None:  # Fault.DROP: close without answering
-                self.close_connection = True
-                return
-            self._send_bytes(*reply)
-
-        def _reply(
-            self, key: str, payload: dict[str, Any], fault: Fault | None
-        ) -> tuple[int, bytes, dict[str, str] | None] | None:
-            if server.delay_s:
-                time.sleep(server.delay_s)
-            if fault is Fault.DROP:
-                return None
-            if fault is Fault.RATE_LIMIT:
-                headers = {"Retry-After": f"{server.retry_after_s:g}"}
-                return _json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
-                             headers)
-            if fault is Fault.SERVER_ERROR:
-                return _json(500, {"error": {"message": "upstream failure", "type": "server"}})
-            if fault is Fault.STALL:
-                time.sleep(server.stall_s)
-            if fault is Fault.NOT_JSON:
-                return 200, b"<html><body>502 gateway hiccup</body></html>", None
-            try:
-                body = server.completion(server.resolve(key, payload), fault)
-            except Exception as exc:  # the backing agent failed: a 500, as a real server would
-                return _json(
-                    500, {"error": {"message": f"agent failed: {type(exc).__name__}: {exc}"}}
-                )
-            return _json(200, body)
-
-        def _send(
-            self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-        ) -> None:
-            self._send_bytes(status, json.dumps(body).encode("utf-8"), headers)
-
-        def _send_bytes(
-            self, status: int, data: bytes, headers: dict[str, str] | None = None
-        ) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
-    return Handler
+) -> HttpReply:
+    return HttpReply(status, json.dumps(body).encode("utf-8"), dict(headers or {}))

@@ -4,6 +4,13 @@ Talks through the official ``openai`` SDK (DeepSeek, vLLM, llama.cpp server,
 Ollama, OpenAI). The SDK's own retries are off (``max_retries=0``): the runner
 owns the registered retry sequence, so every attempt is visible and counted.
 
+The blocking :meth:`OpenAIProvider.respond` is served by the SDK's asynchronous client
+(``openai.AsyncOpenAI``) on a private event loop thread (:mod:`.loop_thread`), over
+aiohttp when it is installed (``openai.DefaultAioHttpClient``; the SDK's httpx transport
+otherwise) with one connection per call in flight, kept alive and reused: the runner's
+many threads then share one client and one pool, and the HTTP work of every call in
+flight runs in one thread instead of competing for the interpreter lock.
+
 The API key is read from an environment variable whose *name* is configured;
 the key itself is held only by the SDK client and is scrubbed from every
 detail string this module produces. It never appears in ``repr``, in
@@ -19,16 +26,21 @@ import json
 import os
 import re
 import time
+import weakref
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import openai
 
 try:  # the HTTP library of the installed SDK: httpx2 from openai 3, httpx before
+    from httpx2 import Limits
     from httpx2 import Response as RAW_RESPONSE
 except ImportError:  # pragma: no cover - depends on the installed openai major version
+    from httpx import Limits  # type: ignore[assignment]
     from httpx import Response as RAW_RESPONSE  # type: ignore[assignment]
 
+from rungbench.agents.loop_thread import LoopThread
 from rungbench.agents.outcomes import CallFailure, Outcome
 from rungbench.agents.protocol import (
     Request,
@@ -106,9 +118,9 @@ class OpenAIProvider:
         self.pricing = pricing or Pricing()
         self._secret = key
         self._pieces = secret_pieces(key)
-        self._client = openai.OpenAI(
-            api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s
-        )
+        self._loop = LoopThread(partial(async_client, key, base_url, timeout_s), _close_client,
+                                name="rungbench-openai")
+        weakref.finalize(self, self._loop.close)  # an unclosed provider stops its loop too
 
     def __repr__(self) -> str:
         return (
@@ -135,8 +147,9 @@ class OpenAIProvider:
         }
 
     def close(self) -> None:
-        """Close the SDK's HTTP connection pool."""
-        self._client.close()
+        """Close the SDK client and its connection pool, stop the loop thread (a later call
+        opens them again)."""
+        self._loop.close()
 
     def respond(self, request: Request) -> Response:
         """Send ``request`` once (no SDK retries) and return the parsed answer."""
@@ -161,10 +174,12 @@ class OpenAIProvider:
             # the SDK's own request path (auth, timeout, no retries, error mapping) with the
             # body as built here: its per-call TypedDict transform of the parameters cost
             # about half of the client's CPU per call and changes nothing in this body
-            raw = self._client.post("/chat/completions", body=sent, cast_to=RAW_RESPONSE)
+            raw = self._loop.call(partial(_post_raw, body=sent))
             text = raw.text
-        except openai.APITimeoutError:
-            failure = CallFailure(Outcome.TIMEOUT, f"no reply within {self.timeout_s}s")
+        except openai.APITimeoutError as exc:
+            failure = (CallFailure(Outcome.TIMEOUT, f"no reply within {self.timeout_s}s")
+                       if timed_out(exc) else
+                       CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc))))
         except openai.APIConnectionError as exc:
             failure = CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc)))
         except openai.APIStatusError as exc:
@@ -220,6 +235,52 @@ class OpenAIProvider:
             refusal=self._scrub(response.refusal) if response.refusal is not None else None,
             raw=json.loads(self._scrub(json.dumps(response.raw))),
         )
+
+
+def async_client(key: str, base_url: str, timeout_s: float) -> openai.AsyncOpenAI:
+    """The SDK client a provider sends through (built on its loop thread): no SDK retries,
+    aiohttp when installed, an unbounded pool (the caller bounds the calls in flight)."""
+    try:
+        http: Any = openai.DefaultAioHttpClient(
+            limits=Limits(max_connections=0, max_keepalive_connections=None)  # 0: no cap
+        )
+    except RuntimeError:  # aiohttp is not installed: the SDK's own httpx transport
+        http = openai.DefaultAsyncHttpxClient(
+            limits=Limits(max_connections=None, max_keepalive_connections=None)
+        )
+    return openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s,
+                              http_client=http)
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether an SDK timeout error is a timeout.
+
+    The SDK's aiohttp transport reports every lost connection (a server that closed the
+    connection without answering, say) as a connect timeout; such an error is a network
+    failure, told apart by the aiohttp connection error it was raised from.
+    """
+    try:
+        from aiohttp import ClientConnectionError
+    except ImportError:  # pragma: no cover - without aiohttp the httpx transport maps it
+        return True
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain SDK error <- httpx error <- aiohttp error
+        if seen is None or isinstance(seen, TimeoutError):
+            return True
+        if isinstance(seen, ClientConnectionError):
+            return False
+        seen = seen.__cause__ or seen.__context__
+    return True
+
+
+async def _post_raw(client: openai.AsyncOpenAI, body: dict[str, Any]) -> RAW_RESPONSE:
+    # the SDK's own request path (auth, timeout, no retries, error mapping) with the body
+    # as built by the provider, returned as the HTTP response it read
+    return await client.post("/chat/completions", body=body, cast_to=RAW_RESPONSE)
+
+
+async def _close_client(client: openai.AsyncOpenAI) -> None:
+    await client.close()
 
 
 def parse_completion(body: dict[str, Any], pricing: Pricing | None = None) -> Response:
@@ -332,7 +393,10 @@ def scrub_secret(text: str, secret: str, pieces: frozenset[str] | None = None) -
     if len(secret) < MIN_PIECE:
         return re.sub(re.escape(secret), REDACTED, text, flags=re.IGNORECASE) if secret else text
     pieces = secret_pieces(secret) if pieces is None else pieces
-    folded = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)  # keeps indices
+    if text.isascii():  # the common case: the same fold, done in one call
+        folded = text.lower()
+    else:  # per character (no context-dependent forms), keeping indices
+        folded = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
     covered = [False] * len(text)
     for i in range(len(text) - MIN_PIECE + 1):
         if folded[i : i + MIN_PIECE] in pieces:

@@ -1,0 +1,81 @@
+"""A private asyncio event loop on a daemon thread, for blocking callers.
+
+:class:`~rungbench.agents.openai_provider.OpenAIProvider` answers the blocking
+:class:`~rungbench.agents.protocol.Agent` protocol from many runner threads at once, but
+sends through the SDK's asynchronous client: every call is a coroutine on one loop, so the
+HTTP work of all calls in flight runs in one thread (no thread per connection fighting
+for the interpreter lock) over one connection pool.
+
+The loop starts on first use and again after :meth:`LoopThread.close`, and again in a
+forked child (a fork copies no threads), so an object holding one can be built, closed
+and shipped freely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """Runs coroutines on its own event loop thread; ``resource`` is built on that loop.
+
+    ``make`` builds the loop's resource (an SDK client, say) inside the loop, once per
+    start; ``dispose`` closes it before the loop stops.
+    """
+
+    def __init__(
+        self,
+        make: Callable[[], Any],
+        dispose: Callable[[Any], Coroutine[Any, Any, None]],
+        *,
+        name: str = "rungbench-loop",
+    ) -> None:
+        self._make = make
+        self._dispose = dispose
+        self._name = name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._resource: Any = None
+        self._pid = 0
+
+    def call(self, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+        """Run ``work(resource)`` on the loop and return its result (or raise its error)."""
+        loop, resource = self._started()
+        return asyncio.run_coroutine_threadsafe(work(resource), loop).result()
+
+    def close(self) -> None:
+        """Dispose of the resource and stop the loop (a later :meth:`call` starts anew)."""
+        with self._lock:
+            loop, thread, resource = self._loop, self._thread, self._resource
+            self._loop = self._thread = self._resource = None
+            if loop is None or thread is None or self._pid != os.getpid():
+                return
+        try:
+            asyncio.run_coroutine_threadsafe(self._dispose(resource), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    def _started(self) -> tuple[asyncio.AbstractEventLoop, Any]:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self._name,
+                                          daemon=True)
+                thread.start()
+                self._resource = asyncio.run_coroutine_threadsafe(_built(self._make),
+                                                                  loop).result()
+                self._loop, self._thread, self._pid = loop, thread, os.getpid()
+            return self._loop, self._resource
+
+
+async def _built(make: Callable[[], Any]) -> Any:
+    return make()
