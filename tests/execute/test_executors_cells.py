@@ -72,9 +72,13 @@ def test_cli_run_on_ray_stores_the_local_runs_objects_and_records(
     assert per_cell(remote) == per_cell(local)
 
 
+SIX_FENS = [*FENS, "4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1", "8/5k2/8/8/8/8/1q6/K7 w - - 0 1"]
+"""Six distinct positions: each cell's request (and so the fault keyed by it) is its own."""
+
+
 def _schedule() -> Schedule:
     return Schedule.of("chess.move_choice/1", "ray-test",
-                       [move_choice_request(f"c{i}", FENS[i % len(FENS)]) for i in range(6)])
+                       [move_choice_request(f"c{i}", fen) for i, fen in enumerate(SIX_FENS)])
 
 
 def test_provider_calls_on_ray_repeat_the_local_run_with_faults_and_a_global_bound(

@@ -39,327 +39,60 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
-from rungbench.agents.protocol import Agent, Request, Response, ToolCall, Usage
+from rungbench.agents.protocol import Agent, Request, Response
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
-from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
-from rungbench.evidence.sealed import process_alive
+from rungbench.evidence.canonical import bytes_digest, canonical_bytes
 from rungbench.evidence.store import TEMP_PREFIX, ObjectStore, fsync_dir
 from rungbench.execute.events import (
     CHAIN,
     EventLog,
-    chained_lines,
-    read_events,
-    torn_bytes,
-    utc_now,
 )
 from rungbench.execute.journal import GroupLog
 from rungbench.execute.policy import RetryPolicy
-from rungbench.execute.schedule import Cell, Schedule, load_schedule
+from rungbench.execute.run_dir import (
+    EVENTS,
+    MANIFEST,
+    RUN_VERSION,
+    TEMP_MARK,
+    clear_leftovers,
+    create_run,
+    describe_agent,
+    load_run,
+    runs_folder,
+)
+from rungbench.execute.run_log import (
+    FINAL_FIELDS,
+    CellState,
+    RunCheck,
+    check_finals,
+    read_log,
+    reduce_events,
+    response_from_json,
+    verify_run,
+)
+from rungbench.execute.schedule import Cell, Schedule
 from rungbench.execute.tools import TOOL_CALL, Budget, ToolboxFactory, run_episode
 
-RUN_VERSION = "rungbench.run/1"
-MANIFEST = "manifest.json"
-EVENTS = "events.jsonl"
-TEMP_MARK = ".tmp-"
-"""A run being created lives in ``runs/.<run_id>.tmp-<pid>`` until it is complete."""
+__all__ = [
+    "EVENTS", "FINAL_FIELDS", "MANIFEST", "RUN_VERSION", "TEMP_MARK", "CellState", "RunCheck",
+    "RunSummary", "agent_differences", "call_agent", "check_finals", "clear_leftovers",
+    "create_run", "describe_agent", "execute_run", "load_run", "read_log", "reduce_events",
+    "response_from_json", "response_json", "runs_folder", "unresolved_record", "verify_run",
+]
 
 ProgressHook = Callable[[int, int], None]
 """Called with ``(cells settled, cells total)`` at the start and whenever a cell settles
 (gets its final outcome, or is left unresolved by this session)."""
-
-
-def describe_agent(agent: Agent) -> dict[str, Any]:
-    """Return an agent's identity for the manifest: its ``describe()`` or its name."""
-    describe = getattr(agent, "describe", None)
-    if callable(describe):
-        value = describe()
-        if isinstance(value, dict):
-            return value
-    return {"name": agent.name}
-
-
-def create_run(
-    out_dir: Path,
-    schedule: Schedule,
-    agent_description: dict[str, Any],
-    *,
-    policy: RetryPolicy | None = None,
-    run_id: str | None = None,
-) -> Path:
-    """Create a run directory atomically; return it.
-
-    The schedule, the manifest and the log's first (``run``) record are written in a
-    hidden temporary sibling, fsynced, and the sibling is renamed to ``runs/<run_id>``:
-    a kill at any point leaves either no run or a complete one.
-    """
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    rid = run_id or f"{stamp}-{schedule.digest()[7:15]}-{os.urandom(2).hex()}"
-    runs = runs_folder(out_dir)
-    run_dir = runs / rid
-    if run_dir.exists():
-        raise InputError(f"run directory already exists: {run_dir}", path=str(run_dir))
-    clear_leftovers(runs)
-    temp = runs / f".{rid}{TEMP_MARK}{os.getpid()}"
-    temp.mkdir()
-    try:
-        _fill_run(temp, rid, schedule, agent_description, policy or RetryPolicy())
-        temp.rename(run_dir)
-        fsync_dir(runs)
-    except BaseException:
-        shutil.rmtree(temp, ignore_errors=True)
-        raise
-    return run_dir
-
-
-def runs_folder(out_dir: Path) -> Path:
-    """Return ``out_dir/runs``, created; a file where a folder must be is an input error."""
-    for folder in (out_dir, out_dir / "runs"):
-        if folder.exists() and not folder.is_dir():
-            raise InputError("a file is there where the runs folder should be", path=str(folder))
-    runs = out_dir / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    return runs
-
-
-def _fill_run(
-    folder: Path, rid: str, schedule: Schedule, agent: dict[str, Any], policy: RetryPolicy
-) -> None:
-    schedule_digest = schedule.save(ObjectStore(folder))
-    manifest = {
-        "version": RUN_VERSION,
-        "run_id": rid,
-        "created": utc_now(),
-        "schedule": schedule_digest,
-        "task": schedule.task,
-        "cells": len(schedule),
-        "agent": agent,
-        # seed 000 claim gate 5: the tool schema must be identical across every arm
-        "tool_schemas": sorted({digest(list(c.request.tools)) for c in schedule}),
-        "policy": policy.to_json(),
-    }
-    data = canonical_bytes(manifest) + b"\n"
-    first = {"kind": "run", "run_id": rid, "manifest": bytes_digest(data), "t": manifest["created"]}
-    for name, content in ((MANIFEST, data), (EVENTS, chained_lines([first])[0])):
-        with open(folder / name, "xb") as fh:
-            fh.write(content)
-            fh.flush()
-            os.fsync(fh.fileno())
-    for path in folder.rglob("*"):
-        if path.is_dir():
-            fsync_dir(path)
-    fsync_dir(folder)
-
-
-def clear_leftovers(runs: Path) -> list[Path]:
-    """Remove temporary run folders whose creating process is gone; return them."""
-    removed = []
-    for path in sorted(runs.glob(f".*{TEMP_MARK}*")):
-        pid = path.name.rpartition(TEMP_MARK)[2]
-        if path.is_dir() and pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed
-
-
-def load_run(run_dir: Path) -> tuple[dict[str, Any], Schedule]:
-    """Return a run's manifest and its verified frozen schedule.
-
-    The manifest must hash to the digest the log's first record names, so an edited
-    manifest (or a log taken from another run) is an :class:`IntegrityError`.
-    """
-    path = run_dir / MANIFEST
-    if not run_dir.is_dir():
-        raise InputError("not a run directory", path=str(run_dir))
-    if not path.exists():
-        if (run_dir / EVENTS).exists():
-            raise IntegrityError(f"{path}: missing (the run's {EVENTS} is there)")
-        raise InputError(f"not a run directory (no {MANIFEST})", path=str(path))
-    data = path.read_bytes()
-    manifest = loads_canonical(data.rstrip(b"\n"), path=str(path))
-    if not isinstance(manifest, dict) or manifest.get("version") != RUN_VERSION:
-        raise InputError(f"not a {RUN_VERSION} manifest", path=str(path), field="version")
-    _check_manifest_anchor(run_dir, bytes_digest(data))
-    return manifest, load_schedule(ObjectStore(run_dir), str(manifest["schedule"]))
-
-
-def _check_manifest_anchor(run_dir: Path, manifest_digest: str) -> None:
-    events_path = run_dir / EVENTS
-    if not events_path.exists():
-        raise IntegrityError(f"{events_path}: missing (every run is created with its log)")
-    events = read_events(events_path)
-    if not events or events[0]["kind"] != "run":
-        raise IntegrityError(f"{events_path}:1: the log does not open with its run record")
-    if events[0].get("manifest") != manifest_digest:
-        raise IntegrityError(
-            f"{run_dir / MANIFEST}: changed since the run was created (digest "
-            f"{manifest_digest}, the log names {events[0].get('manifest')})"
-        )
-
-
-@dataclass
-class CellState:
-    """What the event log says about one cell."""
-
-    request_digest: str
-    """Digest of the frozen request."""
-    attempts: int = 0
-    """Attempts started so far (all sessions)."""
-    open_attempts: list[int] = field(default_factory=list)
-    """Attempts started without a tool_event (in flight when a run died)."""
-    last_event: dict[str, Any] | None = None
-    """The latest tool_event (its outcome decides what a resume does)."""
-    finals: list[dict[str, Any]] = field(default_factory=list)
-    """Final records (at most one; exactly one in a finished run)."""
-
-
-FINAL_FIELDS = ("outcome", "response", "tool", "arguments")
-"""Fields a final record copies from the tool_event that decided it."""
-
-
-def reduce_events(events: list[dict[str, Any]], schedule: Schedule) -> dict[str, CellState]:
-    """Fold the event log into per-cell state; raise when the log contradicts itself.
-
-    An event naming an unknown cell or a request digest other than the frozen one, an
-    attempt out of sequence, a tool_event for no open attempt, and a final that does not
-    copy its deciding tool_event (or records a reliability outcome) are each an
-    :class:`IntegrityError` naming the log line.
-    """
-    states = {c.cell_id: CellState(c.request_digest) for c in schedule}
-    for number, event in enumerate(events, start=1):
-        if event["kind"] in ("run", "session"):
-            continue
-        where = f"{EVENTS}:{number}"
-        state = states.get(str(event.get("cell")))
-        if state is None:
-            raise IntegrityError(f"{where}: event names unknown cell {event.get('cell')!r}")
-        if event.get("request_digest") != state.request_digest:
-            raise IntegrityError(
-                f"{where}: event for cell {event['cell']!r} has request digest "
-                f"{event.get('request_digest')}, the frozen cell has {state.request_digest}"
-            )
-        problem = _fold(state, event)
-        if problem is not None:
-            raise IntegrityError(f"{where}: cell {event['cell']!r}: {problem}")
-    return states
-
-
-def _fold(state: CellState, event: dict[str, Any]) -> str | None:
-    """Apply ``event`` to ``state``; return why it is inconsistent, or None."""
-    try:
-        kind = event["kind"]
-        if kind == "attempt":
-            if int(event["attempt"]) != state.attempts + 1:
-                return f"attempt {event['attempt']} follows attempt {state.attempts}"
-            state.attempts = int(event["attempt"])
-            state.open_attempts.append(state.attempts)
-        elif kind == "tool_event":
-            if int(event["attempt"]) not in state.open_attempts:
-                return f"tool_event for attempt {event['attempt']}, which is not open"
-            state.open_attempts.remove(int(event["attempt"]))
-            Outcome(event["outcome"])  # an unknown class is corrupt input
-            state.last_event = event
-        elif kind == TOOL_CALL:  # one executed tool call inside an open (episode) attempt
-            if int(event["attempt"]) not in state.open_attempts:
-                return f"tool_call for attempt {event['attempt']}, which is not open"
-        elif kind == "final":
-            return _fold_final(state, event)
-        elif kind != "unresolved":
-            return f"unknown event kind {kind!r}"
-    except (KeyError, TypeError, ValueError) as exc:
-        return f"malformed {event.get('kind')} record ({type(exc).__name__}: {exc})"
-    return None
-
-
-def _fold_final(state: CellState, event: dict[str, Any]) -> str | None:
-    source = state.last_event
-    if source is None or state.open_attempts:
-        return "final outcome without a deciding tool_event"
-    if Outcome(event["outcome"]).is_reliability:
-        return f"final outcome {event['outcome']!r} is a reliability outcome"
-    changed = [f for f in FINAL_FIELDS if event.get(f) != source.get(f)]
-    if event.get("attempts") != source.get("attempt"):
-        changed.append("attempts")
-    if changed:
-        return f"final differs from its tool_event in {', '.join(changed)}"
-    state.finals.append(event)
-    return None
-
-
-def response_from_json(value: Any, *, where: str) -> Response:
-    """Rebuild a stored response (:func:`response_json` output); raise naming ``where``."""
-    try:
-        usage = value["usage"]
-        return Response(
-            text=value["text"],
-            tool_calls=tuple(ToolCall(str(c["name"]), str(c["arguments"]))
-                             for c in value["tool_calls"]),
-            usage=Usage(int(usage["tokens_in"]), int(usage["tokens_out"]),
-                        float(usage["cost_usd"])),
-            refusal=value["refusal"],
-            raw=dict(value["raw"]),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise IntegrityError(f"{where}: not a stored response ({exc!r})") from exc
-
-
-def check_finals(
-    run_dir: Path, schedule: Schedule, states: Mapping[str, CellState],
-    validator: Validator | None,
-) -> None:
-    """Re-derive every final outcome from the stored response it names; raise on a mismatch.
-
-    Without ``validator`` an ``illegal`` final must classify as ``answered`` with the same
-    tool call (legality is the one judgement left unchecked).
-    """
-    store = ObjectStore(run_dir)
-    for cell in schedule:
-        for final in states[cell.cell_id].finals:
-            name = str(final.get("response"))
-            if not name.startswith("sha256:"):
-                raise IntegrityError(f"{run_dir / EVENTS}: final of cell {cell.cell_id!r} "
-                                     "names no stored response")
-            response = response_from_json(store.get_json(name), where=str(store.path_for(name)))
-            got = classify(cell.request, response, validator)
-            expected = Outcome(final["outcome"])
-            if validator is None and expected is Outcome.ILLEGAL:
-                expected = Outcome.ANSWERED
-            arguments = dict(got.arguments) if got.arguments is not None else None
-            if (got.outcome, got.tool, arguments) != (expected, final.get("tool"),
-                                                      final.get("arguments")):
-                raise IntegrityError(
-                    f"{run_dir / EVENTS}: final of cell {cell.cell_id!r} says "
-                    f"{final['outcome']!r}, but its stored response {name} classifies as "
-                    f"{got.outcome.value!r}"
-                )
-
-
-def read_log(
-    run_dir: Path, schedule: Schedule, validator: Validator | None = None
-) -> tuple[list[dict[str, Any]], dict[str, CellState]]:
-    """The one verified read of a run's log: chain, order, consistency and stored answers.
-
-    Returns the events and the per-cell state; raises :class:`IntegrityError` naming the
-    file for any inconsistency (see :func:`~rungbench.execute.events.read_events`,
-    :func:`reduce_events` and :func:`check_finals`).
-    """
-    events = read_events(run_dir / EVENTS)
-    try:
-        states = reduce_events(events, schedule)
-    except IntegrityError as exc:
-        raise IntegrityError(f"{run_dir}/{exc}") from None
-    check_finals(run_dir, schedule, states, validator)
-    return events, states
 
 
 @dataclass(frozen=True)
@@ -999,45 +732,3 @@ def _run_pool(session: _Session, todo: list[tuple[Cell, int]], concurrency: int)
 
 def _empty_usage() -> dict[str, Any]:
     return {"tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0}
-
-
-@dataclass(frozen=True)
-class RunCheck:
-    """The result of checking a run's (verified) log against its frozen schedule."""
-
-    cells: int
-    """Cells in the schedule."""
-    final: int
-    """Cells with their one final outcome."""
-    problems: tuple[str, ...]
-    """Why the run is not finished: cells without a final outcome, a torn last line."""
-
-    @property
-    def ok(self) -> bool:
-        """Whether every cell has exactly one final outcome and the log ends cleanly."""
-        return not self.problems and self.final == self.cells
-
-
-def verify_run(run_dir: Path, validator: Validator | None = None) -> RunCheck:
-    """Verify a run and report what is unfinished.
-
-    An inconsistent log or store (edited, duplicated or reordered events, a changed
-    manifest, schedule or stored response) raises :class:`IntegrityError` naming the
-    file (:func:`read_log`); a cell without a final outcome, or a torn last line, is a
-    problem in the returned :class:`RunCheck`.
-    """
-    _, schedule = load_run(run_dir)
-    _, states = read_log(run_dir, schedule, validator)
-    problems: list[str] = []
-    torn = torn_bytes(run_dir / EVENTS)
-    if torn:
-        problems.append(f"{run_dir / EVENTS}: torn last line ({torn} bytes after the last "
-                        "newline)")
-    for cell_id, state in states.items():
-        if not state.finals:
-            last = state.last_event
-            why = (f"last {last['outcome']} after {state.attempts} attempts" if last is not None
-                   else "never sent")
-            problems.append(f"cell {cell_id!r}: no final outcome ({why})")
-    single = sum(1 for s in states.values() if s.finals)
-    return RunCheck(len(schedule), single, tuple(problems))
