@@ -13,7 +13,16 @@ variable as target) beside pgmpy's VariableElimination on sparse worlds of 7-300
 dense worlds (in-degree ~2.7, parents drawn among all earlier nodes) of 15-80 nodes, for
 rung 1 (evidence on up to six leaves; ``dense*`` rows: on every leaf, treewidth up to ~17)
 and rung 2 (pyAgrum on the mutilated network). All
-three answers are checked to agree to 1e-9 before anything is timed. ``cold`` is the first
+three answers are checked to agree to 1e-9 before anything is timed. ``dense^`` rows reach
+treewidth 17, 18 and 20 (dense 60-70-node worlds, evidence on every leaf, drawn until the
+query's treewidth is the target): pgmpy takes minutes per query there, so it is skipped
+(``-``) and our answers are checked against pyAgrum's only (1e-9). A last line runs rung 3
+(PN with every leaf observed) on the twin network of the first treewidth-20 world, cold:
+its answer, checked against pyAgrum's LazyPropagation on the same twin network, or a
+``world_too_large`` refusal naming its estimate; then the same query under a 16 MiB budget,
+refused with its estimate before any table is built (never a ``MemoryError``). Our figures
+and pyAgrum's are timed in alternating batches (best of 7 each), so the load of a shared
+machine falls on both sides of a ratio. ``cold`` is the first
 query after ``elimination.clear_caches()`` (network, plan and order rebuilt; the World is
 validated once, as pyAgrum's BayesNet is built once), ``agCold`` a new LazyPropagation on
 the built BayesNet; pyAgrum's warm rung 2 re-reads a cached posterior (the evidence did not
@@ -22,7 +31,7 @@ its compiled plan; ``rerun`` runs the compiled contractions again
 (``elimination.clear_answers()`` first), the figure to set beside pyAgrum's warm rung 1.
 ``tw`` is the treewidth (networkx min-fill) of the moralized graph of the query's ancestral
 set; targets: warm <= 0.5x pyAgrum up to treewidth 20, cold <= 1.0x. ``--pyagrum-only`` runs
-only it.
+only it; ``--wide-only`` only its ``dense^`` rows and the rung-3 line.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import itertools
 import logging
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +51,7 @@ from rungbench.causal.scm import elimination, oracle
 from rungbench.causal.scm.enumeration import MAX_CONFIGURATIONS, Enumerator
 from rungbench.causal.scm.random_dag import DagSpec, dense_world, random_world
 from rungbench.causal.scm.world import Query, World
-from rungbench.errors import InputError
+from rungbench.errors import InputError, Refusal
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -155,6 +164,26 @@ def _ms(fn: Callable[[], object], repeat: int, batches: int = 5) -> float:
     return best
 
 
+INTERLEAVED_BATCHES = 7
+"""Batches of :func:`_ms_interleaved` per function."""
+
+
+def _ms_interleaved(fns: Sequence[Callable[[], object]], repeat: int) -> list[float]:
+    """Best-of-:data:`INTERLEAVED_BATCHES` mean ms per call of each function, their batches
+    alternating (ours, then pyAgrum's, then ours...), so that load from other processes on a
+    shared machine falls on both sides of a ratio alike."""
+    for fn in fns:
+        fn()  # warm-up (compiles caches on both sides)
+    best = [float("inf")] * len(fns)
+    for _ in range(INTERLEAVED_BATCHES):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(repeat):
+                fn()
+            best[i] = min(best[i], (time.perf_counter() - start) / repeat * 1000.0)
+    return best
+
+
 def time_case(case: Case, repeat: int) -> dict[str, float] | None:
     """ms/query of both implementations on one case; None when its evidence is impossible."""
     w, x, y, z, xv, zv = case.world, case.x, case.y, case.z, case.xv, case.zv
@@ -251,25 +280,53 @@ def _new_lazy(bn: object, y: str) -> object:
 
 
 def treewidth(w: World, nodes: list[str]) -> int:
-    """Min-fill treewidth of the moralized graph of the ancestral set of ``nodes``."""
-    keep = w.ancestors(nodes) | set(nodes)
-    g = nx.Graph()
-    g.add_nodes_from(keep)
+    """Min-fill treewidth of the moralized graph of the ancestral set of ``nodes``.
+
+    The graph is built over integer labels in name order, nodes and edges inserted sorted, so
+    networkx's tie-breaking (set and dict order) does not depend on the string hash seed: the
+    figure, and the ``dense^`` worlds chosen by it, are the same in every run."""
+    keep = sorted(w.ancestors(nodes) | set(nodes))
+    label = {n: i for i, n in enumerate(keep)}
+    edges: set[tuple[int, int]] = set()
     for v in w.variables:
-        if v.name in keep:
-            ps = list(v.parents)
-            g.add_edges_from((p, v.name) for p in ps)
-            g.add_edges_from((a, b) for i, a in enumerate(ps) for b in ps[i + 1:])
+        if v.name in label:
+            family = sorted(label[n] for n in (v.name, *v.parents))
+            edges.update((a, b) for i, a in enumerate(family) for b in family[i + 1:])
+    g = nx.Graph()
+    g.add_nodes_from(range(len(keep)))
+    g.add_edges_from(sorted(edges))
     return int(treewidth_min_fill_in(g)[0])
 
 
 HARD = (45, 60)
-"""Dense sizes queried with evidence on EVERY leaf (``dense*``: treewidth ~12-17; at 80 nodes
-(treewidth ~23) pgmpy alone takes minutes per query, so that size is left out)."""
+"""Dense sizes queried with evidence on EVERY leaf (``dense*``: treewidth ~12-17)."""
+
+WIDE = ((17, 60), (18, 65), (20, 70))
+"""(treewidth, nodes) of the ``dense^`` rows: dense worlds of that many nodes, evidence on
+every leaf, drawn until the query's treewidth is exactly the target (60-70 nodes give
+treewidth 15-20). pgmpy takes minutes per query there: it is skipped, our answers are
+checked against pyAgrum's only."""
+
+WIDE_DRAWS = 40
+"""Worlds drawn at most per ``dense^`` row before giving up on its treewidth."""
 
 
-def pyagrum_case(w: World, repeat: int, *, leaves_max: int | None = 6) -> dict[str, float]:
-    """ms/query (ours warm and cold, pyAgrum warm and cold, pgmpy) of rung 1 and rung 2."""
+def wide_worlds(width: int, n: int, count: int, rng: np.random.Generator) -> list[World]:
+    """Up to ``count`` dense ``n``-node worlds whose every-leaf query has treewidth ``width``."""
+    out: list[World] = []
+    for k in range(WIDE_DRAWS):
+        w = dense_world(n, 2.7, rng, f"w{n}-{k}")
+        y, ev, _ = hard_query(w, None)
+        if treewidth(w, [y, *ev]) == width:
+            out.append(w)
+            if len(out) == count:
+                break
+    return out
+
+
+def hard_query(w: World, leaves_max: int | None) -> tuple[str, dict[str, int], str]:
+    """(outcome y: last in causal order, evidence on up to ``leaves_max`` other leaves
+    (alternating 0/1; None: every leaf), treatment x: the middle ancestor of y)."""
     names = [v.name for v in w.variables if v.observed]
     has_child = {p for v in w.variables for p in v.parents}
     y = names[-1]
@@ -277,17 +334,28 @@ def pyagrum_case(w: World, repeat: int, *, leaves_max: int | None = 6) -> dict[s
     ev = {n: i % 2 for i, n in enumerate(leaves)}
     ancestors = [n for n in names if n in w.ancestors([y]) and n != y]
     x = ancestors[len(ancestors) // 2] if ancestors else next(n for n in names if n != y)
+    return y, ev, x
+
+
+def pyagrum_case(w: World, repeat: int, *, leaves_max: int | None = 6,
+                 pgmpy: bool = True) -> dict[str, float]:
+    """ms/query (ours warm and cold, pyAgrum warm and cold, pgmpy) of rung 1 and rung 2.
+
+    ``pgmpy=False``: pgmpy is neither checked nor timed (its figures are NaN); our answers
+    are still checked against pyAgrum's to 1e-9."""
+    y, ev, x = hard_query(w, leaves_max)
     q1, q2 = Query(1, {y: 1}, {}, ev), Query(2, {y: 1}, {x: 1}, {})
     bn, cut = to_pyagrum(w), to_pyagrum(w, {x: 1})
     ie1, ie2 = _new_lazy(bn, y), _new_lazy(cut, y)
-    model = to_pgmpy(w)
-    ve, ci = VariableElimination(model), CausalInference(model)
     ours1 = oracle.probability(w, q1, method="elimination")
     ours2 = oracle.probability(w, q2, method="elimination")
-    checks = ((ours1, _lazy(ie1, y, ev)),
-              (ours1, ve.query([y], evidence=ev, show_progress=False).values[1]),
-              (ours2, _lazy(ie2, y, {})),
-              (ours2, ci.query([y], do={x: 1}, show_progress=False).values[1]))
+    checks = [(ours1, _lazy(ie1, y, ev)), (ours2, _lazy(ie2, y, {}))]
+    pg: dict[str, float] = {"pg1": float("nan"), "pg2": float("nan")}
+    if pgmpy:
+        model = to_pgmpy(w)
+        ve, ci = VariableElimination(model), CausalInference(model)
+        checks += [(ours1, ve.query([y], evidence=ev, show_progress=False).values[1]),
+                   (ours2, ci.query([y], do={x: 1}, show_progress=False).values[1])]
     for a, b in checks:
         if abs(a - float(b)) > 1e-9:
             raise AssertionError(f"{w.world_id}: answers disagree ({a} vs {b})")
@@ -301,50 +369,163 @@ def pyagrum_case(w: World, repeat: int, *, leaves_max: int | None = 6) -> dict[s
         return oracle.probability(w, q, method="elimination")
 
     few = max(1, repeat // 4)
+    if pgmpy:
+        pg["pg1"] = _ms(lambda: ve.query([y], evidence=ev, show_progress=False), few)
+        pg["pg2"] = _ms(lambda: ci.query([y], do={x: 1}, show_progress=False), few)
+    out = {"tw": float(treewidth(w, [y, *ev]))}
+    for rung, q, ie, e, net in (("1", q1, ie1, ev, bn), ("2", q2, ie2, {}, cut)):
+        out[f"ours{rung}"], out[f"rerun{rung}"], out[f"ag{rung}"] = _ms_interleaved(
+            [lambda q=q: oracle.probability(w, q, method="elimination"),
+             lambda q=q: rerun(q), lambda ie=ie, e=e: _lazy(ie, y, e)], repeat)
+        out[f"cold{rung}"], out[f"agcold{rung}"] = _ms_interleaved(
+            [lambda q=q: cold(q), lambda net=net, e=e: _lazy(_new_lazy(net, y), y, e)], few)
     return {
-        "tw": float(treewidth(w, [y, *ev])),
-        "ours1": _ms(lambda: oracle.probability(w, q1, method="elimination"), repeat),
-        "rerun1": _ms(lambda: rerun(q1), repeat),
-        "cold1": _ms(lambda: cold(q1), few),
-        "ag1": _ms(lambda: _lazy(ie1, y, ev), repeat),
-        "agcold1": _ms(lambda: _lazy(_new_lazy(bn, y), y, ev), few),
-        "pg1": _ms(lambda: ve.query([y], evidence=ev, show_progress=False), few),
-        "ours2": _ms(lambda: oracle.probability(w, q2, method="elimination"), repeat),
-        "rerun2": _ms(lambda: rerun(q2), repeat),
-        "cold2": _ms(lambda: cold(q2), few),
-        "ag2": _ms(lambda: _lazy(ie2, y, {}), repeat),
-        "agcold2": _ms(lambda: _lazy(_new_lazy(cut, y), y, {}), few),
-        "pg2": _ms(lambda: ci.query([y], do={x: 1}, show_progress=False), few),
+        **out,
+        **pg,
     }
 
 
-def pyagrum_table(n_worlds: int, repeat: int, seed: int) -> None:
-    """Print the pyAgrum / pgmpy table (module docstring)."""
+def _table_rows(kind: str, n: int, n_worlds: int, repeat: int, seed: int
+                ) -> list[dict[str, float]]:
+    """Timed cases of one row of the pyAgrum table (``dense^``: n = treewidth target)."""
+    rng = np.random.default_rng(seed + n + (0 if kind == "sparse" else 1000))
+    if kind == "dense^":
+        nodes = dict(WIDE)[n]
+        return [{**pyagrum_case(w, max(2, repeat // 4), leaves_max=None, pgmpy=False),
+                 "nodes": float(nodes)} for w in wide_worlds(n, nodes, n_worlds, rng)]
+    rows = []
+    for k in range(n_worlds):
+        w = (random_world(DagSpec(n, min(1.0, 2.0 / n), 0.05), rng, f"s{n}-{k}")
+             if kind == "sparse" else dense_world(n, 2.7, rng, f"d{n}-{k}"))
+        reps = repeat if n <= 100 and kind != "dense*" else max(2, repeat // 4)
+        rows.append({**pyagrum_case(w, reps, leaves_max=None if kind == "dense*" else 6),
+                     "nodes": float(n)})
+    return rows
+
+
+def _num(a: float) -> str:
+    return "-" if np.isnan(a) else f"{a:.3f}"
+
+
+def _ratio(a: float, b: float, digits: int) -> str:
+    return "-" if np.isnan(a) or np.isnan(b) else f"{a / b:.{digits}f}x"
+
+
+def pyagrum_table(n_worlds: int, repeat: int, seed: int, *, wide_only: bool = False) -> None:
+    """Print the pyAgrum / pgmpy table (module docstring); ``wide_only``: the ``dense^`` rows
+    and the twin-network row only."""
     head = (f"{'kind':<6} {'nodes':>5} {'tw':>4} {'rung':>4} {'ours':>9} {'rerun':>9} "
             f"{'cold':>9} {'pyAgrum':>9} {'agCold':>9} {'pgmpy':>9} {'warm/ag':>8} "
             f"{'rerun/ag':>8} {'cold/ag':>8} {'pg/ours':>8}")
     print("\n" + head)
     print("-" * len(head))
-    plan = ([("sparse", n) for n in SPARSE] + [("dense", n) for n in DENSE]
-            + [("dense*", n) for n in HARD])
+    plan = ([] if wide_only else [("sparse", n) for n in SPARSE] + [("dense", n) for n in DENSE]
+            + [("dense*", n) for n in HARD]) + [("dense^", t) for t, _ in WIDE]
     for kind, n in plan:
-        rng = np.random.default_rng(seed + n + (0 if kind == "sparse" else 1000))
-        rows = []
-        for k in range(n_worlds):
-            w = (random_world(DagSpec(n, min(1.0, 2.0 / n), 0.05), rng, f"s{n}-{k}")
-                 if kind == "sparse" else dense_world(n, 2.7, rng, f"d{n}-{k}"))
-            reps = repeat if n <= 100 and kind != "dense*" else max(2, repeat // 4)
-            rows.append(pyagrum_case(w, reps, leaves_max=None if kind == "dense*" else 6))
+        rows = _table_rows(kind, n, n_worlds, repeat, seed)
+        if not rows:
+            print(f"{kind:<6} no world of treewidth {n} in {WIDE_DRAWS} draws")
+            continue
         m = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
         for rung in ("1", "2"):
             o, r, c, a, ac, pg = (m[f"ours{rung}"], m[f"rerun{rung}"], m[f"cold{rung}"],
                                   m[f"ag{rung}"], m[f"agcold{rung}"], m[f"pg{rung}"])
-            print(f"{kind:<6} {n:>5} {m['tw']:>4.0f} {rung:>4} {o:>9.3f} {r:>9.3f} {c:>9.3f} "
-                  f"{a:>9.3f} {ac:>9.3f} {pg:>9.3f} {o / a:>7.2f}x {r / a:>7.2f}x "
-                  f"{c / ac:>7.2f}x {pg / o:>7.1f}x", flush=True)
+            print(f"{kind:<6} {m['nodes']:>5.0f} {m['tw']:>4.0f} {rung:>4} {o:>9.3f} {r:>9.3f} "
+                  f"{c:>9.3f} {a:>9.3f} {ac:>9.3f} {_num(pg):>9} {_ratio(o, a, 2):>8} "
+                  f"{_ratio(r, a, 2):>8} {_ratio(c, ac, 2):>8} {_ratio(pg, o, 1):>8}",
+                  flush=True)
     print("targets: warm/ag <= 0.50x (treewidth <= 20), cold/ag <= 1.00x; rerun = the compiled "
           "contractions run again\n(answer forgotten by elimination.clear_answers(); pyAgrum's "
-          "warm rung 1 recomputes, its warm rung 2 re-reads)")
+          "warm rung 1 recomputes, its warm rung 2 re-reads); dense^: pgmpy skipped (minutes "
+          "per query), agreement checked against pyAgrum only")
+    twin_row(seed)
+
+
+def twin_pyagrum(w: World, x: str, x_cf: int) -> object:
+    """Twin network for pyAgrum, as :func:`twin_pgmpy`: ``U_V`` over V's response index,
+    V and its counterfactual copy ``V_cf`` deterministic given U_V and their parents."""
+    reached = w.descendants([x])
+    star = {v.name: (f"{v.name}_cf" if v.name in reached else v.name) for v in w.variables}
+    bn = gum.BayesNet(f"{w.world_id}-twin")
+    for v in w.variables:
+        bn.add(gum.LabelizedVariable(f"U_{v.name}", f"U_{v.name}", len(v.responses)))
+        for node in dict.fromkeys((v.name, star[v.name])):
+            bn.add(gum.LabelizedVariable(node, node, 2))
+    for v in w.variables:
+        bn.addArc(f"U_{v.name}", v.name)
+        for p in v.parents:
+            bn.addArc(p, v.name)
+        if star[v.name] != v.name and v.name != x:
+            bn.addArc(f"U_{v.name}", star[v.name])
+            for p in v.parents:
+                bn.addArc(star[p], star[v.name])
+    for v in w.variables:
+        bn.cpt(f"U_{v.name}").fillWith([r.p for r in v.responses])
+        copies = [(v.name, list(v.parents))]
+        if star[v.name] != v.name:
+            if v.name == x:
+                bn.cpt(star[x]).fillWith([1.0 - x_cf, float(x_cf)])
+            else:
+                copies.append((star[v.name], [star[p] for p in v.parents]))
+        for node, parents in copies:
+            cpt = bn.cpt(node)
+            for r, resp in enumerate(v.responses):
+                for row in range(2 ** len(parents)):
+                    out = int(resp.table[row])
+                    cpt[{f"U_{v.name}": r, **{p: (row >> i) & 1 for i, p in
+                                              enumerate(parents)}}] = [1.0 - out, float(out)]
+    return bn
+
+
+TWIN_DEMO_BUDGET = 16 * 2**20
+"""Budget (bytes) of the twin row's second query: past it, the refusal names its estimate."""
+
+
+def twin_row(seed: int) -> None:
+    """Rung 3 on the first treewidth-20 ``dense^`` world: PN = P(Y_{x=0} = 1 | x = 1, y = 1,
+    every leaf) on the twin network, cold; an answer (checked against pyAgrum's
+    LazyPropagation on the twin network to 1e-9 and timed beside it) or a
+    ``world_too_large`` refusal naming its estimate. Then the same query under a budget of
+    :data:`TWIN_DEMO_BUDGET`, refused before any table is built."""
+    width, nodes = WIDE[-1]
+    worlds = wide_worlds(width, nodes, 1, np.random.default_rng(seed + width + 1000))
+    if not worlds:
+        print(f"rung 3: no world of treewidth {width} in {WIDE_DRAWS} draws")
+        return
+    w = worlds[0]
+    y, ev, x = hard_query(w, None)
+    q = Query(3, {y: 1}, {x: 0}, {**ev, x: 1, y: 1})
+    elimination.clear_caches()
+    start = time.perf_counter()
+    try:
+        ours: float | None = oracle.probability(w, q, method="elimination")
+    except Refusal as refused:
+        ours = None
+        print(f"rung 3 twin, {nodes} nodes, tw {width}: {_refusal(refused)}")
+    cold = (time.perf_counter() - start) * 1000.0
+    if ours is not None:
+        twin = twin_pyagrum(w, x, 0)
+        start = time.perf_counter()
+        ag = _lazy(_new_lazy(twin, f"{y}_cf"), f"{y}_cf", {**ev, x: 1, y: 1})
+        ag_ms = (time.perf_counter() - start) * 1000.0
+        if abs(ours - ag) > 1e-9:
+            raise AssertionError(f"twin-network PN disagrees: pyAgrum {ag}, ours {ours}")
+        print(f"rung 3 twin (PN, every leaf observed), {nodes} nodes, tw {width}: answer "
+              f"{ours:.12f} (pyAgrum agrees to 1e-9), cold {cold:.1f} ms, pyAgrum cold "
+              f"{ag_ms:.1f} ms ({cold / ag_ms:.2f}x)")
+    try:
+        elimination.clear_caches()
+        oracle.probability(w, q, method="elimination", memory_budget=TWIN_DEMO_BUDGET)
+        print(f"  under a {TWIN_DEMO_BUDGET >> 20} MiB budget: answered (largest table fits)")
+    except Refusal as refused:
+        print(f"  under a {TWIN_DEMO_BUDGET >> 20} MiB budget: {_refusal(refused)}")
+
+
+def _refusal(refused: Refusal) -> str:
+    reason = refused.reasons[0]
+    return (f"refused {reason.code}, estimate {reason.data['estimated_bytes'] / 2**20:.0f} MiB "
+            f"over {reason.data['largest_factor_variables']} variables (budget "
+            f"{reason.data['budget_bytes'] / 2**20:.0f} MiB)")
 
 
 def main() -> None:
@@ -355,9 +536,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--pyagrum-only", action="store_true", help="only the pyAgrum table")
     ap.add_argument("--pyagrum-worlds", type=int, default=3, help="worlds per pyAgrum size")
+    ap.add_argument("--wide-only", action="store_true",
+                    help="only the treewidth 17-20 rows (dense^) and the twin-network row")
     args = ap.parse_args()
-    if args.pyagrum_only:
-        pyagrum_table(args.pyagrum_worlds, args.repeat, args.seed)
+    if args.pyagrum_only or args.wide_only:
+        pyagrum_table(args.pyagrum_worlds, args.repeat, args.seed, wide_only=args.wide_only)
         return
     print("ours = per query on a compiled world; cold = first query on a fresh World object\n"
           "(validation + compile + query); pgmpy model objects are built once, untimed.\n")

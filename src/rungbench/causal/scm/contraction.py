@@ -55,8 +55,15 @@ class Contraction:
 
     def run(self, tables: Sequence[np.ndarray]) -> np.ndarray:
         """The result table over :attr:`keep`, from aligned input tables."""
-        slots: list[np.ndarray | None] = list(tables)
+        slots: list[Any] = list(tables)
+        einsum = np.einsum
         for operands, perms, subscripts, out in self.steps:
+            if len(operands) == 2 and perms[0] is None and perms[1] is None:  # the common call
+                a, b = operands
+                slots.append(einsum(slots[a], subscripts[0], slots[b], subscripts[1], out,
+                                    optimize=False, order="C"))
+                slots[a] = slots[b] = None  # each table is read once: free it
+                continue
             if not operands:
                 slots.append(np.ones((2,) * len(out)))
                 continue
@@ -67,7 +74,7 @@ class Contraction:
                 args.append(table if perm is None else _permuted(np.asarray(table), perm))
                 args.append(sub)
             args.append(out)
-            slots.append(np.asarray(np.einsum(*args, optimize=False, order="C")))
+            slots.append(einsum(*args, optimize=False, order="C"))
         return np.asarray(slots[-1])
 
 
@@ -79,10 +86,13 @@ def _permuted(table: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
 def _trailing_block(order: Sequence[str], scopes: Sequence[set[str]]) -> int:
     """Length of the longest suffix of ``order`` that every scope holds wholly or not at all
     (numpy's innermost loop runs over it: 2**length entries per inner loop)."""
-    n = 0
-    for k in range(len(order) - 1, -1, -1):
-        held = [order[k] in sc for sc in scopes]
-        if n and held != [order[-1] in sc for sc in scopes]:
+    if not order:
+        return 0
+    last = [order[-1] in sc for sc in scopes]
+    n = 1
+    for k in range(len(order) - 2, -1, -1):
+        a = order[k]
+        if [a in sc for sc in scopes] != last:
             break
         n += 1
     return n
@@ -123,25 +133,29 @@ class _Builder:
     def emit(self, operands: Sequence[int], drop: str | None,
              out: tuple[str, ...] | None = None) -> int:
         """Append one call over ``operands`` (summing ``drop``); return its result slot."""
-        scopes = [self.layout[s] for s in operands]
-        union = list(dict.fromkeys(a for sc in scopes for a in sc))
-        if len(union) < ALIGN_FROM:  # small: the operands as they are
-            label = {a: i for i, a in enumerate(union)}
+        layout = self.layout
+        scopes = [layout[s] for s in operands]
+        label: dict[str, int] = {}
+        for sc in scopes:
+            for a in sc:
+                label.setdefault(a, len(label))
+        if len(label) < ALIGN_FROM:  # small: the operands as they are
+            order: Sequence[str] = list(label)
             for a in out or ():
                 label.setdefault(a, len(label))
-            order = union
             perms: tuple[tuple[int, ...] | None, ...] = (None,) * len(scopes)
-            subs = tuple(tuple(label[a] for a in sc) for sc in scopes)
+            get = label.__getitem__
+            subs = tuple(tuple(map(get, sc)) for sc in scopes)
         else:
             order = _iteration_order(scopes, drop)
             label = {a: i for i, a in enumerate(order)}
             for a in out or ():
                 label.setdefault(a, len(label))
             perms, subs = self._aligned(operands, scopes, order, label)
-        result = tuple(a for a in order if a != drop) if out is None else out
-        self.calls.append((tuple(operands), perms, subs, tuple(label[a] for a in result)))
+        result = tuple([a for a in order if a != drop]) if out is None else out
+        self.calls.append((tuple(operands), perms, subs, tuple(map(label.__getitem__, result))))
         slot = self.n_inputs + len(self.calls) - 1
-        self.layout[slot] = result
+        layout[slot] = result
         return slot
 
     def _aligned(self, operands: Sequence[int], scopes: Sequence[tuple[str, ...]],
@@ -166,8 +180,10 @@ class _Builder:
         last call (a many-operand einsum reads the whole union once per operand through
         short inner loops). A pair is never multiplied into a table larger than the
         result: the memory estimate counts results only."""
+        if len(operands) <= 2:
+            return self.emit(operands, drop, out)  # no pair to choose
         todo = list(operands)
-        union = {a for s in todo for a in self.layout[s]} if len(todo) > 2 else set()
+        union = {a for s in todo for a in self.layout[s]}
         if len(union) < ALIGN_FROM:
             return self.emit(todo, drop, out)  # small: one call, fewer steps to run
         width = len(out) if out is not None else len(union - {drop})
@@ -199,14 +215,16 @@ def compile_contraction(scopes: Sequence[Sequence[str]], order: Sequence[str],
         for a in sc:
             where.setdefault(a, set()).add(slot)
     live = set(range(len(scopes)))
+    layout = build.layout
     for var in order:
-        slots = sorted(where.pop(var, set()))
+        slots = sorted(where.pop(var, ()))
         new = build.multiply(slots, var)
         live.difference_update(slots)
         live.add(new)
-        for a in build.layout[new]:
-            where[a].difference_update(slots)
-            where[a].add(new)
+        for a in layout[new]:
+            held = where[a]
+            held.difference_update(slots)
+            held.add(new)
     keep_t = tuple(keep)
     build.multiply(sorted(live), None, keep_t)
     largest = max([len(sc) for sc in scopes] + [len(call[3]) for call in build.calls])

@@ -211,6 +211,13 @@ def check_budget(world_id: str, n_variables: int, entries: int, budget: int) -> 
 def _factor_plan(var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]
                  ) -> tuple[tuple[str, ...], int]:
     """(scope, entries of the largest array built) of the factor of ``var`` over ``group``."""
+    if len(group) == 1:  # a lone copy: its CPD, constant parents sliced out
+        node, ps = group[0]
+        parents = [p for p in ps if isinstance(p, str)]
+        if len(set(parents)) == len(parents) and node not in parents:
+            rows = 2 ** len(parents)
+            return (node, *parents), max(2 * rows, len(var.responses) * rows,
+                                         rows * len(parents))
     copy_nodes = [n for n, _ in group]
     parents = list(dict.fromkeys(p for _, ps in group for p in ps
                                  if isinstance(p, str) and p not in copy_nodes))

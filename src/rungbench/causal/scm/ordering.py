@@ -37,9 +37,7 @@ class _Graph:
     names: list[str]
     """Variable of each bit."""
     neighbours: list[int]
-    """Bitset of the neighbours of each variable."""
-    adjacent: list[set[int]]
-    """The same neighbours as sets (iterated; the bitsets are intersected)."""
+    """Bitset of the neighbours of each variable (iterated with :func:`_bits`)."""
     widest: int
     """Variables of the largest input scope."""
 
@@ -57,29 +55,30 @@ def _graph(scopes: Iterable[Sequence[str]]) -> _Graph:
             nb[index[a]] |= mask
     for i in range(len(names)):
         nb[i] &= ~(1 << i)
-    adjacent = [set(_bits(m)) for m in nb]
-    return _Graph(names, nb, adjacent, max((len(set(sc)) for sc in scopes), default=0))
+    return _Graph(names, nb, max((len(set(sc)) for sc in scopes), default=0))
 
 
 def _bits(mask: int) -> list[int]:
+    """Indices of the set bits of ``mask``, ascending (peeled from the top: one fewer
+    big-integer operation per bit than isolating the lowest)."""
     out = []
     while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
+        top = mask.bit_length() - 1
+        out.append(top)
+        mask ^= 1 << top
+    out.reverse()
     return out
 
 
-def _eliminate(g: _Graph, v: int) -> set[int]:
+def _eliminate(g: _Graph, v: int) -> list[int]:
     """Connect the neighbours of ``v`` pairwise and remove ``v``; return its neighbours."""
-    mine, around = g.neighbours[v], g.adjacent[v]
+    nb = g.neighbours
+    mine = nb[v]
+    around = _bits(mine)
+    drop = 1 << v
     for a in around:
-        g.neighbours[a] = (g.neighbours[a] | mine) & ~(1 << v) & ~(1 << a)
-        adj = g.adjacent[a]
-        adj |= around
-        adj.discard(a)
-        adj.discard(v)
-    g.neighbours[v], g.adjacent[v] = 0, set()
+        nb[a] = (nb[a] | mine) & ~(drop | (1 << a))
+    nb[v] = 0
     return around
 
 
@@ -90,7 +89,7 @@ class _Triangles:
     def __init__(self, g: _Graph) -> None:
         self.g = g
         nb = g.neighbours
-        self.count = [sum((nb[v] & nb[a]).bit_count() for a in g.adjacent[v]) >> 1
+        self.count = [sum((nb[v] & nb[a]).bit_count() for a in _bits(nb[v])) >> 1
                       for v in range(len(nb))]
 
     def fill(self, v: int) -> int:
@@ -101,27 +100,26 @@ class _Triangles:
     def eliminate(self, v: int) -> set[int]:
         """Remove ``v`` and connect its neighbours; return the variables whose count or
         degree changed."""
-        g, count = self.g, self.count
-        mine, around = g.neighbours[v], sorted(g.adjacent[v])
+        nb, count = self.g.neighbours, self.count
+        mine = nb[v]
+        around = _bits(mine)
         changed = set(around)
+        keep = ~(1 << v)
         for a in around:  # the edges v-u among a's neighbours go with v
-            count[a] -= (g.neighbours[a] & mine).bit_count()
-            g.neighbours[a] &= ~(1 << v)
-            g.adjacent[a].discard(v)
+            count[a] -= (nb[a] & mine).bit_count()
+            nb[a] &= keep
         for x in around:  # each fill edge x-y joins their common neighbours' neighbourhoods
-            for y in _bits(mine & ~g.neighbours[x] & ~((2 << x) - 1)):
-                common = g.neighbours[x] & g.neighbours[y]
+            for y in _bits(mine & ~nb[x] & ~((2 << x) - 1)):
+                common = nb[x] & nb[y]
                 for c in _bits(common):
                     count[c] += 1
                     changed.add(c)
                 shared = common.bit_count()
                 count[x] += shared
                 count[y] += shared
-                g.neighbours[x] |= 1 << y
-                g.neighbours[y] |= 1 << x
-                g.adjacent[x].add(y)
-                g.adjacent[y].add(x)
-        g.neighbours[v], g.adjacent[v] = 0, set()
+                nb[x] |= 1 << y
+                nb[y] |= 1 << x
+        nb[v] = 0
         return changed
 
 
