@@ -21,7 +21,7 @@ def test_stage_censuses_every_run_the_corpus_and_a_harness_corpus(tmp_path: Path
     assert summary[JAN.name]["eligible_attempts"] == 165
     assert summary[AUG.name]["replay_disagreements"] == 0
     assert summary[JAN.name]["replay_disagreements"] == 0
-    assert summary["corpus"]["eligible_attempts"] == 323
-    assert summary["corpus"]["excluded_games"] == {"engine_crash": 4, "opponent_failure": 1}
+    assert summary["corpus"]["eligible_attempts"] == 3237
+    assert summary["corpus"]["excluded_games"] == {"engine_crash": 32, "opponent_failure": 1}
     assert summary["harness"]["table"]["legal_list_query"][0] > 0
     json.dumps(summary, allow_nan=False)

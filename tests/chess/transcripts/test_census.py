@@ -72,22 +72,38 @@ def test_census_of_january_2025_run() -> None:
 REAL_RUNS = {
     # run folder: (games, eligible games, excluded by reason, eligible attempts, transitions)
     "gpt-35-turbo-0301_2025-01-22": (30, 30, {}, 165, 131),
+    "gpt-35-turbo-0613_2025-01-22": (30, 30, {}, 340, 278),
+    "gpt-35-turbo-1106_2025-01-22": (30, 30, {}, 202, 148),
+    "o3-mini-2025-01-31-high_2025-03-01_1": (5, 3, {"engine_crash": 2}, 167, 89),
+    "o3-mini-2025-01-31-high_2025-03-01_3": (5, 2, {"engine_crash": 3}, 123, 67),
+    "ensemble-phi-4-at-q4ks-with-think-t08-mini41-t10-mini41-t03_2025-05-01-16-04":
+        (2, 2, {}, 151, 95),
     "o4-mini-previous-moves_2025-05-03-20-15-00": (1, 1, {}, 2, 1),
+    "o1-low-vs-dragon-lvl-1_2025-05-05-17-30": (3, 1, {"engine_crash": 2}, 8, 5),
     "grok-3-mini-beta-only-make-move-vs-dragon_2025-05-06-08-41-40":
         (1, 0, {"opponent_failure": 1}, 0, 0),
+    "grok-3-mini-beta-only-make-move-vs-dragon_2025-05-06-08-46-29": (1, 1, {}, 35, 0),
+    "o4-mini-ensemble-vs-dragon-lvl-1_2025-05-15-19-34": (2, 2, {}, 438, 300),
     "gpt-oss-120b-low_2025-08-08-19-10-17": (4, 1, {"engine_crash": 3}, 0, 0),
     "gpt-oss-20b-low_2025-08-12-15-06-46": (10, 10, {}, 41, 28),
+    "gpt-5-low_2025-08-16-14-08-50": (20, 3, {"engine_crash": 17}, 111, 68),
+    "gpt-5-low_2025-08-20-15-35-09": (5, 5, {}, 226, 140),
+    "gpt-5-low_2025-08-20-23-49-46": (5, 2, {"engine_crash": 3}, 83, 52),
     "gpt-5-codex-low_2025-11-15-09-24-45": (1, 1, {}, 38, 27),
     "gpt-5-codex-medium_2025-11-15-09-25-09": (1, 1, {}, 12, 7),
     "gpt-5.1-codex-low_2025-12-02-10-56-26": (2, 1, {"engine_crash": 1}, 33, 24),
+    "gpt-5.2-low_2025-12-17-14-50-34": (5, 5, {}, 399, 231),
     "gpt-5.4-medium_2026-03-08-17-55-00": (1, 1, {}, 3, 1),
+    "gpt-5.4-high_2026-04-18-22-51-22": (5, 4, {"engine_crash": 1}, 220, 127),
     "kimi-k2.6_2026-05-18-09-31-55": (1, 1, {}, 29, 18),
+    "kimi-k2.6_2026-05-19-12-09-53": (5, 5, {}, 210, 136),
+    "gemini-3.8-flash-high_2026-09-05-08-59-26": (4, 4, {}, 201, 140),
 }
 """The real corpus (data/llm_chess), run by run, as the census of the frozen folder gives it."""
 
 
 def test_frozen_corpus_of_all_bundled_runs_and_digest_is_stable() -> None:
-    """The frozen folder of ten real runs (January 2025 to May 2026) gives one census: each
+    """The frozen folder of 25 real runs (January 2025 to September 2026) gives one census: each
     run's games eligible / excluded by reason, attempts and transitions as pinned; the two
     original runs keep their figures (165/131 and 41/28); the pooled table is the sum of the
     run tables; every chronology reconciles; the digest is reproducible."""
@@ -103,24 +119,26 @@ def test_frozen_corpus_of_all_bundled_runs_and_digest_is_stable() -> None:
     counts = doc["counts"]
     assert (counts["eligible_attempts"], counts["same_position_transitions"],
             counts["position_chains"], counts["source_games"], counts["run_groups"]) \
-        == (323, 237, 86, 46, 8)
-    assert counts["excluded_attempts"] == {"opponent": 176}
-    assert counts["verdicts"] == {"board_query": 77, "invalid_action": 143,
-                                  "legal_query": 62, "move_accepted": 41}
-    assert _rows(doc) == {"board_query": (75, 11), "legal_list_query": (59, 26),
-                          "non_tool_unresolved": (103, 4), "reflection": (0, 0)}
-    assert doc["board_to_list_escalations"] == {"llmchess/unaided/UNICODE_ONLY/no-reflection": 34}
-    assert doc["exclusions_by_reason"] == {"engine_crash": 4, "opponent_failure": 1}
-    assert sum(r["eligible_games"] for r in runs.values()) == counts["eligible_games"] == 47
+        == (3237, 2113, 1124, 144, 23)
+    assert counts["excluded_attempts"] == {"opponent": 2084}
+    assert counts["verdicts"] == {"board_query": 933, "invalid_action": 481,
+                                  "legal_query": 751, "move_accepted": 1013,
+                                  "move_rejected": 59}
+    assert _rows(doc) == {"board_query": (931, 383), "legal_list_query": (745, 499),
+                          "non_tool_unresolved": (437, 92), "reflection": (0, 0)}
+    assert doc["board_to_list_escalations"] == {"llmchess/unaided/UNICODE_ONLY/no-reflection": 439}
+    assert doc["exclusions_by_reason"] == {"engine_crash": 32, "opponent_failure": 1}
+    assert sum(r["eligible_games"] for r in runs.values()) == counts["eligible_games"] == 146
     assert all(r["chronology"]["reconciled"] for r in runs.values())
-    assert doc["chronology"]["board_queries"] == 77 and doc["chronology"]["list_queries"] == 62
+    assert doc["chronology"]["board_queries"] == 933 and doc["chronology"]["list_queries"] == 751
     pooled = {row["prior"]: row for row in doc["transition_table"]}
     for prior, row in pooled.items():
         assert row["transitions"] == sum(
             next(x for x in r["transition_table"] if x["prior"] == prior)["transitions"]
             for r in runs.values())
     assert {r["dispatcher"] for r in runs.values()} == {
-        "llmchess-2025-01", "llmchess-2025-05-previous-moves", "llmchess-2025-05-only-make-move",
+        "llmchess-2025-01", "llmchess-2025-05-pgn-headers", "llmchess-2025-05",
+        "llmchess-2025-05-previous-moves", "llmchess-2025-05-only-make-move",
         "llmchess-2025-08", "llmchess-2025-08+fdc6b771"}
     assert census_path(DATA)["digest"] == doc["digest"]
 

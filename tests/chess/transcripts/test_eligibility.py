@@ -209,17 +209,22 @@ def test_crash_path_outcome_is_reproduced_on_the_december_2025_run() -> None:
     """gpt-5.1-codex (Dec 2025): game 1 ends in the crash path after three API time-outs;
     its console winner NONE, reason ERROR OCCURED, move count, counters (black's 6 wrong
     actions over the game) and PGN with result 1/2-1/2 are all reproduced, so engine_crash
-    is its one cause; game 2 (cut off by a later time-out) stays eligible."""
+    is its cause; game 2 (cut off by a later time-out) stays eligible. Its JSON (whose
+    tokens include the failed request's) is paired by moves and PGN; it records the random
+    player as the winner, the one disagreement, listed beside the crash."""
     run = DATA / "gpt-5.1-codex-low_2025-12-02-10-56-26"
     report = read_run(run)
     _only(report, "g01", "engine_crash")
     crashed = report.games[0]
-    assert crashed.complete and not crashed.disagreements
+    assert crashed.complete and crashed.json_file == "2025.12.02_10-56.json"
+    assert [(c.name, c.expected, c.observed) for c in crashed.disagreements] == [
+        ("winner", "Random_Player", "NONE")]
     compared = {c.name: c.observed for c in crashed.checks if c.source == "console"}
     assert compared["winner"] == "NONE" and compared["reason"] == "ERROR OCCURED"
     assert compared["player_black.wrong_actions"] == 6 and compared["number_of_moves"] == 21
     assert str(compared["pgn"]).endswith("11. Kg3  1/2-1/2")
-    assert {e.code for e in report.exclusions[crashed.game]} == {"engine_crash"}
+    assert {e.code for e in report.exclusions[crashed.game]} == {"engine_crash",
+                                                                 "outcome_mismatch"}
 
 
 def test_edited_previous_moves_line_is_a_reply_mismatch(tmp_path: Path) -> None:

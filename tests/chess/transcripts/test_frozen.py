@@ -28,14 +28,14 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def test_bundled_manifest_lists_every_run_file() -> None:
-    """The committed manifest verifies and names the ten bundled run folders."""
+    """The committed manifest verifies and names the 25 bundled run folders."""
     runs = verify_frozen(DATA)
     assert [r.name for r in runs] == sorted(p.name for p in DATA.iterdir() if p.is_dir())
-    assert len(runs) == 10
+    assert len(runs) == 25
 
 
 def test_flipped_byte_in_a_run_file_refuses_the_whole_corpus(corpus: Path) -> None:
-    """One bit flipped in the August run's output.txt: the census of all ten runs is
+    """One bit flipped in the August run's output.txt: the census of all 25 runs is
     refused (digest_mismatch naming the file), not just that game excluded."""
     path = corpus / "gpt-oss-20b-low_2025-08-12-15-06-46" / "output.txt"
     data = bytearray(path.read_bytes())
@@ -102,7 +102,7 @@ def test_cli_freeze_then_census_and_refreeze_needs_force(corpus: Path) -> None:
     runner = CliRunner()
     first = runner.invoke(app, ["census", str(corpus), "--freeze", "--json"])
     assert first.exit_code == 0, first.output
-    assert json.loads(first.stdout)["counts"]["eligible_attempts"] == 323
+    assert json.loads(first.stdout)["counts"]["eligible_attempts"] == 3237
     assert verify_frozen(corpus)
     again = runner.invoke(app, ["census", str(corpus), "--freeze"])
     assert again.exit_code == 1 and "--force" in again.output

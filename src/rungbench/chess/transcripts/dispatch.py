@@ -52,6 +52,22 @@ REFLECTION_FOLLOWUP = (
 
 Colour = Literal["white", "black"]
 
+RANDOM_PLAYER = "Random_Player"
+"""The name of LLM Chess's random player (``RandomPlayerAgent``)."""
+ENGINE_PLAYER_PREFIX = "Chess_Engine_"
+"""How the names of its engine players begin (``Chess_Engine_Stockfish_White``,
+``Chess_Engine_Dragon_Black``)."""
+
+
+def is_llm_player(name: str) -> bool:
+    """Whether the player called ``name`` is the LLM side of a game (the agent).
+
+    LLM Chess names its two non-LLM players itself (the random player and the engine
+    players); every other player is a model, whatever the run called it (``Player_Black``,
+    the ensemble runs' ``NoN_Synthesizer``).
+    """
+    return name != RANDOM_PLAYER and not name.startswith(ENGINE_PLAYER_PREFIX)
+
 
 class VerdictKind(StrEnum):
     """What the dispatcher made of one reply, in precedence order."""
@@ -109,6 +125,11 @@ class DispatcherVersion:
     """Whether every turn prompt after the first move starts with the game's moves so far
     (``Previous moves (UCI): 1. d2d3 d7d5, 2. c2c3`` and a blank line; the May 2025
     "previous moves" ablation)."""
+    pgn_moves: Literal["san", "uci", "none"] = "san"
+    """How the game PGN writes its move text: SAN, the UCI strings the dispatcher accepted
+    (the May 2025 "only make_move" ablation), or not at all (a program that filled its
+    move list only in the ``UNICODE_WITH_PGN`` board mode, so a PGN holds headers and
+    result alone)."""
     evidence_window: tuple[str, str] = ("", "")
     """First and last run date (``YYYY.MM.DD``) a run without ``_run.json`` may carry to be
     matched to this version (its prompts must match too); ``("", "")``: never matched by
@@ -144,6 +165,7 @@ class DispatcherVersion:
             "candidates_in_prompt": self.candidates_in_prompt,
             # only when set, so the digests of the versions without it do not change
             **({"previous_moves_in_prompt": True} if self.previous_moves_in_prompt else {}),
+            **({"pgn_moves": self.pgn_moves} if self.pgn_moves != "san" else {}),
         }
 
 
@@ -161,7 +183,35 @@ VERSIONS: dict[str, DispatcherVersion] = {
             ),
             action_counters=False,
             wrong_counters_per_move=True,
-            evidence_window=("2024.11.01", "2025.07.31"),
+            evidence_window=("2024.11.01", "2025.03.31"),
+        ),
+        DispatcherVersion(
+            name="llmchess-2025-05-pgn-headers",
+            description=(
+                "LLM Chess as run on 1 May 2025 (the ensemble run "
+                "ensemble-phi-4-...-t03_2025-05-01-16-04, no _run.json): the January "
+                "dispatcher and prompts, but wrong_moves/wrong_actions run for the whole game "
+                "(the console's 15 wrong moves of game 1 are the game's total) and the game "
+                "PGN is written with headers and result only: the program's move list was "
+                "filled only in the UNICODE_WITH_PGN board mode (upstream llm_chess.py, "
+                "commit 010e2d4: make_move appends to game_moves under that mode alone, "
+                "get_pgn_string writes game_moves)"
+            ),
+            pgn_moves="none",
+            evidence_window=("2025.04.01", "2025.05.01"),
+        ),
+        DispatcherVersion(
+            name="llmchess-2025-05",
+            description=(
+                "LLM Chess as run from May 2025 (o1-low and o4-mini-ensemble against Dragon, "
+                "no _run.json): the January dispatcher and prompts; wrong_moves/wrong_actions "
+                "run for the whole game (o4-mini-ensemble game 1: 15 wrong actions spread "
+                "over many moves), the game JSON records the board, list and make_move "
+                "counters, and the PGN writes every move in SAN; the March 2025 runs (o3-mini "
+                "high, 2025.03.01) still reset the counters at every move, so the change lies "
+                "between 2025.03.01 and 2025.05.01"
+            ),
+            evidence_window=("2025.05.02", "2025.07.31"),
         ),
         DispatcherVersion(
             name="llmchess-2025-05-only-make-move",
@@ -171,12 +221,15 @@ VERSIONS: dict[str, DispatcherVersion] = {
                 "moves:' before offering make_move alone, and the invalid-action reply "
                 "names make_move alone; that get_current_board and get_legal_moves are "
                 "answered as invalid actions is inferred from those two texts (no bundled "
-                "reply of this version names them)"
+                "reply of this version names them); the game PGN writes the accepted UCI "
+                "strings as its move text ('1. h2h3 e7e5 2. a2a3 g8f6', run "
+                "grok-3-mini-beta-only-make-move-vs-dragon_2025-05-06-08-46-29)"
             ),
             action_counters=False,
             wrong_counters_per_move=True,
             actions=(MAKE_MOVE_ACTION,),
             candidates_in_prompt=True,
+            pgn_moves="uci",
             evidence_window=("2025.05.01", "2025.07.31"),
         ),
         DispatcherVersion(

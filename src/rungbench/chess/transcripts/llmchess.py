@@ -35,6 +35,7 @@ from rungbench.chess.transcripts.dispatch import (
     dispatch,
     fen_of,
     invalid_action_message,
+    is_llm_player,
     previous_moves_prefix,
 )
 from rungbench.chess.transcripts.eligibility import (
@@ -56,15 +57,21 @@ from rungbench.chess.transcripts.llmchess_checks import (
     material_count,
     summary_checks,
 )
+from rungbench.chess.transcripts.result_files import (
+    ERROR_OCCURED,
+    next_start,
+    pair_crashed,
+    read_digests,
+    result_files,
+    shared_checks,
+)
 from rungbench.chess.transcripts.versions import Detection, detect, run_file
 from rungbench.errors import Reason, Refusal
-from rungbench.evidence.canonical import bytes_digest, loads_canonical
+from rungbench.evidence.canonical import loads_canonical
 
 _PROXY = "Proxy"
 HALTED = "Execution was halted due to error"
 """The line the program prints when an exception ends a game (the crash path)."""
-ERROR_OCCURED = "ERROR OCCURED"
-"""The termination reason the crash path records (the program's spelling)."""
 _MAX_GAME_MOVES = 200
 _REGENERATED_KIND = {VerdictKind.BOARD_QUERY: "board", VerdictKind.LEGAL_QUERY: "legal"}
 """Which tally of regenerated replies a verdict's reply counts in (``other`` otherwise)."""
@@ -79,6 +86,11 @@ class _Player:
     failed: int = 0
     requested_board: bool = False
     tokens: tuple[int, int] = (0, 0)
+    role: Literal["agent", "opponent"] = "opponent"
+    """Whether the player is the LLM side (:func:`is_llm_player`), decided once."""
+
+    def __post_init__(self) -> None:
+        self.role = "agent" if is_llm_player(self.name) else "opponent"
 
 
 @dataclass(frozen=True)
@@ -169,7 +181,8 @@ def read_run(folder: Path, *, dispatcher: str | None = None,
     if data is None:
         data = out_path.read_bytes()  # raises naming the missing file
     events = tokenize(data, path=str(out_path))
-    jsons = _game_jsons(folder, files)
+    results = result_files(folder, files)
+    jsons = {name: loads_canonical(raw, path=str(folder / name)) for name, raw in results.items()}
     detection = detect(folder, data, events, override=dispatcher, jsons=jsons, files=files)
     dv = detection.version
     games = _split_games(events)
@@ -181,12 +194,19 @@ def read_run(folder: Path, *, dispatcher: str | None = None,
         replay.run(game_events)
         replays.append(replay)
     matches = match_game_jsons([r.signature() if r.complete else None for r in replays], jsons)
+    matches = pair_crashed(replays, matches, jsons)
+    starts = sorted(str(d.get("time_started", "")) for d in jsons.values())
+    shared = shared_checks(replays, matches, jsons, starts)
     reports = []
     for index, (replay, (name, note)) in enumerate(zip(replays, matches, strict=True), start=1):
-        reports.append(replay.report(index, name, jsons.get(name or ""), note))
+        game_json = jsons.get(name or "")
+        reports.append(replay.report(index, name, game_json, note,
+                                     next_start=next_start(game_json, starts),
+                                     shared=shared.get(index - 1)))
     used = {name for name, _ in matches if name}
     run_checks = aggregate_checks(folder, events, reports, files=files)
-    per_game = _exclusions(folder, games, replays, reports, matches, run_checks, files)
+    per_game = _exclusions(folder, games, replays, reports, matches, run_checks, files,
+                           set(shared))
     attempts, records = [], []
     for replay in replays:
         if replay.game in per_game:
@@ -198,7 +218,7 @@ def read_run(folder: Path, *, dispatcher: str | None = None,
         sources={f"{run_group}/output.txt": data},
         dispatchers={dv.name: dv}, records_path=str(out_path),
         origin={"format": "llm_chess", "folder": folder.name,
-                "files": {f"{run_group}/output.txt": bytes_digest(data)}},
+                "files": read_digests(folder, data, results, files)},
     )
     return RunReport(str(folder), dv, tuple(reports), tuple(run_checks),
                      tuple(sorted(set(jsons) - used)), corpus, per_game, detection, variant)
@@ -207,9 +227,10 @@ def read_run(folder: Path, *, dispatcher: str | None = None,
 def _exclusions(
     folder: Path, games: list[list[Event]], replays: list[_Replay], reports: list[GameReport],
     matches: list[tuple[str | None, str | None]], run_checks: list[Check],
-    files: Mapping[str, bytes] | None,
+    files: Mapping[str, bytes] | None, shared: set[int],
 ) -> dict[str, tuple[Exclusion, ...]]:
-    """Every game's exclusions: its console lines, its failed checks, its JSON."""
+    """Every game's exclusions: its console lines, its failed checks, its JSON (``shared``:
+    the games checked against every JSON their shared token counts match, all agreeing)."""
     stores_json = _stores_game_json(folder, files)
     aggregate = [c for c in run_checks if not c.ok]
     out: dict[str, tuple[Exclusion, ...]] = {}
@@ -220,7 +241,10 @@ def _exclusions(
                                  opening_ok=first_block is not None and is_opening(first_block))
         found += check_exclusions(report.disagreements, report.line)  # (it skips the rest)
         crashed = any(e.code == "engine_crash" for e in found)
-        if replay.complete and name is None and note is not None and not crashed:
+        if crashed and name is not None:
+            found = [_with_result_file(e, name) for e in found]
+        if (replay.complete and name is None and note is not None and not crashed
+                and index not in shared):
             # (a crashed game's JSON counts the tokens of the request that failed, which
             # the console never printed, so it cannot be paired by token counts)
             if "ambiguous" in note:
@@ -233,6 +257,17 @@ def _exclusions(
         if found:
             out[replay.game] = tuple(found)
     return out
+
+
+def _with_result_file(exclusion: Exclusion, name: str) -> Exclusion:
+    """An engine-crash exclusion that names the game's result file (and, for a
+    ``.filter_error`` file, what that extension records)."""
+    if exclusion.code != "engine_crash":
+        return exclusion
+    why = (" (the program stored it under .filter_error: a provider's content filter "
+           "refused a request)" if name.endswith(".filter_error") else "")
+    return Exclusion(exclusion.code, f"{exclusion.detail} Result file: {name}{why}.",
+                     exclusion.line)
 
 
 def _stores_game_json(folder: Path, files: Mapping[str, bytes] | None) -> bool:
@@ -257,20 +292,6 @@ def _split_games(events: list[Event]) -> list[list[Event]]:
     if any(isinstance(e, Block) for e in current):
         games.append(current)
     return games
-
-
-def _game_jsons(folder: Path, files: Mapping[str, bytes] | None) -> dict[str, dict[str, Any]]:
-    out = {}
-    if files is not None:
-        for name in sorted(files):
-            if name.endswith(".json") and not name.startswith("_"):
-                out[name] = loads_canonical(files[name], path=str(folder / name))
-        return out
-    for path in sorted(folder.glob("*.json")):
-        if path.name.startswith("_"):
-            continue
-        out[path.name] = loads_canonical(path.read_bytes(), path=str(path))
-    return out
 
 
 class _Replay:
@@ -406,8 +427,7 @@ class _Replay:
             self._fen = fen_of(self.board)
         fen = self._fen
         ply = len(self.board.move_stack)
-        role: Literal["agent", "opponent"] = (
-            "agent" if player.name.startswith("Player_") else "opponent")
+        role = player.role
         dispatched = reply is not None and reply.sender == _PROXY
         verdict = dispatch(self.dv, content, board=self.board, previous_prompt=prompt.body,
                            fen=fen)
@@ -490,7 +510,7 @@ class _Replay:
     def record(self, n_agent: int) -> GameRecord:
         """The game in the common corpus shape."""
         agent: Literal["white", "black"] = next(
-            (c for n, c in self.colours.items() if n.startswith("Player_")), "black")
+            (c for n, c in self.colours.items() if is_llm_player(n)), "black")
         return GameRecord(
             game=self.game, run_group=self.run_group, variant=self.variant, agent_colour=agent,
             start_fen=chess.STARTING_FEN, moves=tuple(m.uci() for m in self.board.move_stack),
@@ -499,7 +519,8 @@ class _Replay:
         )
 
     def report(self, index: int, name: str | None, data: dict[str, Any] | None,
-               note: str | None) -> GameReport:
+               note: str | None, *, next_start: str | None = None,
+               shared: tuple[tuple[str, ...], list[Check]] | None = None) -> GameReport:
         against = ["transcript"]
         unavailable: list[str] = []
         checks = list(self.checks)
@@ -513,9 +534,18 @@ class _Replay:
                                "(run aborted mid-game; no game JSON exists)")
         if name is not None and data is not None:
             against.append(name)
-            found, missing = json_checks(name, data, outcome)
+            found, missing = json_checks(name, data, outcome, next_start=next_start)
             checks.extend(found)
             unavailable.extend(missing)
+            if note is not None:
+                unavailable.append(f"token counts: {note}")
+        elif shared is not None:
+            names, shared_checks = shared
+            against.extend(names)
+            checks.extend(shared_checks)
+            unavailable.append(f"game JSON: its token counts are shared with other games and "
+                               f"match {list(names)}, so which is its own is unknown; every "
+                               "one of them agrees with this game's replay")
         elif note is not None:
             unavailable.append(note)
         if not self.dv.action_counters:
@@ -539,7 +569,8 @@ class _Replay:
             counters.setdefault(colour, dict(self.players[name].counters))
         return ReplayedGame(self.winner, self.reason, self.moves_made,
                             material_count(self.board), counters,
-                            _sans(self.board.move_stack) if with_sans else (), result)
+                            _move_text(self.dv, self.board.move_stack) if with_sans else (),
+                            result)
 
     def signature(self) -> Signature:
         """(prompt, completion) tokens last printed for each colour's player."""
@@ -547,6 +578,15 @@ class _Replay:
         for name, player in self.players.items():
             out[self.colours[name]] = player.tokens
         return out
+
+
+def _move_text(dv: DispatcherVersion, moves: list[chess.Move]) -> tuple[str, ...]:
+    """The moves of a game as ``dv`` writes them into its PGN (``pgn_moves``)."""
+    if dv.pgn_moves == "uci":
+        return tuple(move.uci() for move in moves)
+    if dv.pgn_moves == "none":
+        return ()
+    return _sans(moves)
 
 
 def _sans(moves: list[chess.Move]) -> tuple[str, ...]:

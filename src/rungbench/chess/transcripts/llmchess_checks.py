@@ -111,7 +111,8 @@ class ReplayedGame:
     counters: Mapping[str, Mapping[str, int]]
     """Per-colour counters (keys of :data:`COUNTERS`); a colour that never moved is absent."""
     sans: tuple[str, ...]
-    """Every move played, in SAN."""
+    """Every move played, as the program version writes its PGN move text (SAN in all
+    but the versions whose ``pgn_moves`` says otherwise)."""
     result: str
     """PGN result: ``1-0``, ``0-1``, ``1/2-1/2`` or ``*``."""
 
@@ -174,9 +175,35 @@ def summary_checks(summary: str, game: ReplayedGame) -> list[Check]:
     return checks
 
 
-def json_checks(name: str, data: Mapping[str, Any],
-                game: ReplayedGame) -> tuple[list[Check], list[str]]:
-    """Compare a game JSON with the replay; return the checks and what the JSON lacks."""
+_PGN_HEADER_DATE = re.compile(r'\[Date "(\d{4}\.\d\d\.\d\d)"\]')
+
+
+def pgn_date(data: Mapping[str, Any], next_start: str | None) -> str:
+    """The ``[Date]`` a game JSON's PGN may carry: the day the game ended.
+
+    LLM Chess writes the header when the game ends (``time.strftime`` in
+    ``get_pgn_string``), so a game that ran past midnight is dated a later day than its
+    ``time_started``. The recorded date is taken when it lies between the game's start
+    day and ``next_start``'s day (the run's next game, which began after this one ended;
+    None for the run's last game, which no later record bounds); otherwise the start day
+    is, so the PGN check fails naming both.
+    """
+    started = str(data.get("time_started", "")).split("_")[0]
+    found = _PGN_HEADER_DATE.search(str(data.get("pgn", "")))
+    recorded = found[1] if found else ""
+    bound = next_start.split("_")[0] if next_start else None
+    if started <= recorded and (bound is None or recorded <= bound):
+        return recorded
+    return started
+
+
+def json_checks(name: str, data: Mapping[str, Any], game: ReplayedGame, *,
+                next_start: str | None = None) -> tuple[list[Check], list[str]]:
+    """Compare a game JSON with the replay; return the checks and what the JSON lacks.
+
+    ``next_start`` is the ``time_started`` of the run's next game, when there is one
+    (it bounds the PGN date, :func:`pgn_date`).
+    """
     white, black = game.material
     checks = [
         _make_check("winner", name, data.get("winner"), game.winner),
@@ -195,8 +222,8 @@ def json_checks(name: str, data: Mapping[str, Any],
             elif key in ACTION_COUNTERS and colour == "black":
                 unavailable.append(f"{key}: absent from {name}")
     if "pgn" in data:
-        date = str(data.get("time_started", "")).split("_")[0]
-        checks.append(_make_check("pgn", name, data["pgn"], game.pgn(date)))
+        checks.append(_make_check("pgn", name, data["pgn"],
+                                  game.pgn(pgn_date(data, next_start))))
     else:
         unavailable.append(f"pgn: absent from {name}; the move list is checked only "
                            "through the regenerated board and legal-move replies")
@@ -231,7 +258,37 @@ def match_game_jsons(
     return out
 
 
-def _json_signature(data: dict[str, Any]) -> Signature:
+def shared_signature_jsons(signatures: list[Signature | None],
+                           jsons: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """For each game whose token counts another game shares: the JSON files with those
+    counts (empty for every other game, and for a game no JSON matches)."""
+    by_json = {name: _json_signature(data) for name, data in jsons.items()}
+    out: list[tuple[str, ...]] = []
+    for sig in signatures:
+        rivals = sum(1 for other in signatures if sig is not None and other == sig)
+        out.append(tuple(n for n, js in by_json.items() if js == sig) if rivals > 1 else ())
+    return out
+
+
+def pgn_move_text(pgn: str) -> str:
+    """A PGN's move text and result: everything after its header block."""
+    return pgn.split("\n\n", 1)[1] if "\n\n" in pgn else ""
+
+
+def dominates(json_sig: Signature, console_sig: Signature) -> bool:
+    """Whether a JSON's token counts are at least the console's for both colours and exceed
+    them somewhere (a crashed game's JSON also counts the request that failed, whose tokens
+    the console never printed)."""
+    pairs = [(json_sig[c][i], console_sig[c][i]) for c in ("white", "black") for i in (0, 1)]
+    return all(j >= k for j, k in pairs) and any(j > k for j, k in pairs)
+
+
+def json_signature(data: Mapping[str, Any]) -> Signature:
+    """(prompt, completion) tokens per colour summed over a game JSON's ``usage_stats``."""
+    return _json_signature(data)
+
+
+def _json_signature(data: Mapping[str, Any]) -> Signature:
     out = {}
     for colour in ("white", "black"):
         usage = data.get("usage_stats", {}).get(colour, {})

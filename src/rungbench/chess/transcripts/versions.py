@@ -31,6 +31,7 @@ from rungbench.chess.transcripts.dispatch import (
     VERSIONS,
     DispatcherVersion,
     invalid_action_message,
+    is_llm_player,
     strip_previous_moves,
     turn_prompt,
     version,
@@ -72,7 +73,8 @@ class Detection:
 
 def run_dates(folder: Path, output: bytes,
               jsons: Mapping[str, Any] | None = None) -> tuple[str, ...]:
-    """Dates of a run: game JSON ``time_started``, PGN ``[Date]`` headers, the folder name.
+    """Dates of a run: game JSON ``time_started``, PGN ``[Date]`` headers, the folder name's
+    trailing date (:func:`_folder_date`).
 
     ``jsons`` are the run's parsed game JSONs by file name, when already read.
     """
@@ -84,10 +86,18 @@ def run_dates(folder: Path, output: bytes,
         match = _DATE.match(str(data.get("time_started", ""))) if isinstance(data, dict) else None
         if match:
             found.add(".".join(match.groups()))
-    match = _DATE.search(folder.name)
-    if match:
-        found.add(".".join(match.groups()))
+    folder_date = _folder_date(folder.name)
+    if folder_date:
+        found.add(folder_date)
     return tuple(sorted(found))
+
+
+def _folder_date(name: str) -> str | None:
+    """The run's own date in a run folder's name: its last date (``YYYY-MM-DD``), the one
+    LLM Chess appends when it names the log folder; a date earlier in the name belongs to
+    the model (``o3-mini-2025-01-31-high_2025-03-01_1`` ran on 2025.03.01)."""
+    dates = _DATE.findall(name)
+    return ".".join(dates[-1]) if dates else None
 
 
 def run_file(folder: Path, name: str, files: Mapping[str, bytes] | None) -> bytes | None:
@@ -147,7 +157,7 @@ def detect(folder: Path, output: bytes, events: Sequence[Event], *,
 def fingerprint_mismatch(dv: DispatcherVersion, events: Sequence[Event]) -> str | None:
     """The first prompt of the run that ``dv`` would not have printed, or None.
 
-    Checked: every opening prompt to an LLM player (``Player_*``) and every
+    Checked: every opening prompt to an LLM player (:func:`is_llm_player`) and every
     invalid-action reply, against the texts the version prints; a version that prints the
     moves so far before its prompts needs at least one prompt to carry them.
     """
@@ -163,7 +173,7 @@ def fingerprint_mismatch(dv: DispatcherVersion, events: Sequence[Event]) -> str 
         if event.sender == "Proxy" and event.body.startswith("Invalid action.") and (
                 event.body != invalid):
             return f"line {event.body_line}: invalid-action reply {event.body[:90]!r} differs"
-        if event.sender == "Proxy" and event.recipient.startswith("Player_") and opening:
+        if opening and event.sender == "Proxy" and is_llm_player(event.recipient):
             if not _opening_ok(dv, event.body, openings):
                 return f"line {event.body_line}: turn prompt {event.body[:90]!r} differs"
             prefixed = prefixed or event.body.startswith(PREVIOUS_MOVES_PREFIX_TEXT)
