@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from tests.chess.transcripts.edits import copy_run, edit, excluded_causes
 from typer.testing import CliRunner
 
 from rungbench.chess.transcripts.census import census_path
@@ -27,32 +28,18 @@ DRAGON = DATA / "grok-3-mini-beta-only-make-move-vs-dragon_2025-05-06-08-41-40"
 GAME1_JSON = "2025.08.12_15-06.json"
 """The August run's game 1 (1. c3; black lost on three invalid actions)."""
 
-def _copy(tmp_path: Path, run: Path) -> Path:
-    out = tmp_path / run.name
-    shutil.copytree(run, out)
-    return out
-
-
-def _edit(path: Path, old: bytes, new: bytes) -> None:
-    data = path.read_bytes()
-    assert data.count(old) >= 1, old
-    path.write_bytes(data.replace(old, new, 1))
-
-
-def _causes(report: RunReport) -> dict[str, str]:
-    return {game.game.rsplit("/", 1)[1]: cause.code for game, cause in report.excluded()}
 
 
 def _only(report: RunReport, game: str, code: str) -> None:
     """Exactly ``game`` is excluded, for ``code``; every other game stays eligible."""
-    assert _causes(report) == {game: code}, report.exclusions
+    assert excluded_causes(report) == {game: code}, report.exclusions
 
 
 def test_engine_crash_on_the_real_cerebras_run() -> None:
     """gpt-oss-120b on Cerebras: three games end 'Execution was halted due to error' and are
     excluded as engine_crash, naming the line; the fourth (cut off, no reply) stays."""
     report = read_run(CEREBRAS)
-    assert _causes(report) == {"g01": "engine_crash", "g02": "engine_crash",
+    assert excluded_causes(report) == {"g01": "engine_crash", "g02": "engine_crash",
                                "g03": "engine_crash"}
     lines = [cause.line for _, cause in report.excluded()]
     text = (CEREBRAS / "output.txt").read_text(encoding="utf-8").split("\n")
@@ -72,7 +59,7 @@ def test_opponent_failure_on_the_real_dragon_run() -> None:
 def test_capture_starting_mid_message_excludes_only_the_first_game(tmp_path: Path) -> None:
     """A capture that begins inside black's first prompt: game 1 is excluded as
     capture_starts_mid_game and the other nine games stay eligible."""
-    run = _copy(tmp_path, AUG)
+    run = copy_run(tmp_path, AUG)
     data = (run / "output.txt").read_bytes()
     (run / "output.txt").write_bytes(data[data.index(b"play as black. Now is your turn"):])
     _only(read_run(run), "g01", "capture_starts_mid_game")
@@ -81,7 +68,7 @@ def test_capture_starting_mid_message_excludes_only_the_first_game(tmp_path: Pat
 def test_capture_starting_at_the_second_move_is_mid_game(tmp_path: Path) -> None:
     """A capture that begins with black's first dialogue (white's first move missing) is
     excluded as capture_starts_mid_game: its first MADE MOVE is 2, not 1."""
-    run = _copy(tmp_path, AUG)
+    run = copy_run(tmp_path, AUG)
     data = (run / "output.txt").read_bytes()
     (run / "output.txt").write_bytes(data[data.index(b"Proxy (to Player_Black):"):])
     report = read_run(run)
@@ -98,8 +85,8 @@ def test_edited_game_json_excludes_that_game(tmp_path: Path, old: bytes, new: by
                                              code: str) -> None:
     """One value edited in game 1's JSON excludes game 1 alone with the matching reason; the
     census then counts the nine other games (41 - game 1's 3 attempts = 38)."""
-    run = _copy(tmp_path, AUG)
-    _edit(run / GAME1_JSON, old, new)
+    run = copy_run(tmp_path, AUG)
+    edit(run / GAME1_JSON, old, new)
     _only(read_run(run), "g01", code)
     doc = census_path(run)
     assert doc["counts"]["eligible_attempts"] == 41 - 3
@@ -111,16 +98,16 @@ def test_edited_game_json_excludes_that_game(tmp_path: Path, old: bytes, new: by
 def test_json_missing_when_the_run_stores_one_per_game(tmp_path: Path) -> None:
     """_run.json says store_individual_logs: deleting game 1's JSON excludes game 1 as
     json_missing (the January run, which stores none reliably, is not affected)."""
-    run = _copy(tmp_path, AUG)
+    run = copy_run(tmp_path, AUG)
     (run / GAME1_JSON).unlink()
     _only(read_run(run), "g01", "json_missing")
-    assert _causes(read_run(JAN)) == {}
+    assert excluded_causes(read_run(JAN)) == {}
 
 
 def test_json_ambiguous_when_two_files_carry_the_same_tokens(tmp_path: Path) -> None:
     """A second copy of game 1's JSON under another name: the token match is ambiguous and
     game 1 is excluded as json_ambiguous."""
-    run = _copy(tmp_path, AUG)
+    run = copy_run(tmp_path, AUG)
     shutil.copy(run / GAME1_JSON, run / "2025.08.12_15-06_copy.json")
     _only(read_run(run), "g01", "json_ambiguous")
 
@@ -128,13 +115,13 @@ def test_json_ambiguous_when_two_files_carry_the_same_tokens(tmp_path: Path) -> 
 def test_reply_mismatch_on_one_edited_board_display(tmp_path: Path) -> None:
     """One square of one board display changed: only that game is excluded, as
     reply_mismatch naming the reply's line."""
-    run = _copy(tmp_path, AUG)
+    run = copy_run(tmp_path, AUG)
     data = (run / "output.txt").read_bytes()
     start = data.index("Proxy (to Player_Black):\n\n♜".encode())
     at = data.index("⭘".encode(), start)
     (run / "output.txt").write_bytes(data[:at] + "♟".encode() + data[at + len("⭘".encode()):])
     report = read_run(run)
-    assert list(_causes(report).values()) == ["reply_mismatch"]
+    assert list(excluded_causes(report).values()) == ["reply_mismatch"]
     [(_, cause)] = report.excluded()
     assert cause.line == data[:start].count(b"\n") + 3  # the reply's first body line
 
@@ -142,22 +129,22 @@ def test_reply_mismatch_on_one_edited_board_display(tmp_path: Path) -> None:
 def test_structure_mismatch_when_a_proxy_reply_is_deleted(tmp_path: Path) -> None:
     """Deleting one invalid-action reply breaks its dialogue's alternation: that game alone is
     excluded as structure_mismatch."""
-    run = _copy(tmp_path, AUG)
+    run = copy_run(tmp_path, AUG)
     block = (b"Proxy (to Player_Black):\n\nInvalid action. Pick one, reply exactly with the "
              b"name and space delimitted argument: get_current_board, get_legal_moves, make_move "
              b"<UCI formatted move>\n\n" + b"-" * 80 + b"\n")
-    _edit(run / "output.txt", block, b"")
+    edit(run / "output.txt", block, b"")
     report = read_run(run)
-    assert list(_causes(report).values()) == ["structure_mismatch"]
+    assert list(excluded_causes(report).values()) == ["structure_mismatch"]
 
 
 def test_aggregate_mismatch_excludes_every_game_of_the_run(tmp_path: Path) -> None:
     """_aggregate_results.json edited (total_moves 68 → 69): the run's own summary no longer
     reconciles, so none of its 30 games is trusted."""
-    run = _copy(tmp_path, JAN)
-    _edit(run / "_aggregate_results.json", b'"total_moves": 68', b'"total_moves": 69')
+    run = copy_run(tmp_path, JAN)
+    edit(run / "_aggregate_results.json", b'"total_moves": 68', b'"total_moves": 69')
     report = read_run(run)
-    assert set(_causes(report).values()) == {"aggregate_mismatch"}
+    assert set(excluded_causes(report).values()) == {"aggregate_mismatch"}
     assert len(report.excluded()) == 30 and report.corpus.attempts == ()
 
 
@@ -231,9 +218,9 @@ def test_edited_previous_moves_line_is_a_reply_mismatch(tmp_path: Path) -> None:
     """The May 2025 previous-moves ablation: the moves-so-far line of black's second
     prompt regenerated from the replayed moves; one move of it edited (d2d3 → d2d4)
     excludes the game as reply_mismatch."""
-    run = _copy(tmp_path, DATA / "o4-mini-previous-moves_2025-05-03-20-15-00")
+    run = copy_run(tmp_path, DATA / "o4-mini-previous-moves_2025-05-03-20-15-00")
     assert not read_run(run).exclusions
-    _edit(run / "output.txt", b"Previous moves (UCI): 1. d2d3 d7d5, 2. c2c3",
+    edit(run / "output.txt", b"Previous moves (UCI): 1. d2d3 d7d5, 2. c2c3",
           b"Previous moves (UCI): 1. d2d4 d7d5, 2. c2c3")
     _only(read_run(run), "g01", "reply_mismatch")
 

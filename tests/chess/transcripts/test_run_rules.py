@@ -3,13 +3,12 @@ real game of data/llm_chess (verbatim upstream) or a minimally edited copy."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
+from tests.chess.transcripts.edits import copy_run, edit, excluded_causes
 
 from rungbench.chess.transcripts.dispatch import is_llm_player
-from rungbench.chess.transcripts.llmchess import RunReport, read_run
+from rungbench.chess.transcripts.llmchess import read_run
 from rungbench.chess.transcripts.llmchess_checks import pgn_date
 from rungbench.chess.transcripts.versions import run_dates
 from rungbench.evidence.paths import shared_data_dir
@@ -27,20 +26,6 @@ GPT5_MIDNIGHT = DATA / "gpt-5-low_2025-08-20-23-49-46"
 GEMINI = DATA / "gemini-3.8-flash-high_2026-09-05-08-59-26"
 
 
-def _copy(tmp_path: Path, run: Path) -> Path:
-    out = tmp_path / run.name
-    shutil.copytree(run, out)
-    return out
-
-
-def _edit(path: Path, old: bytes, new: bytes) -> None:
-    data = path.read_bytes()
-    assert data.count(old) >= 1, old
-    path.write_bytes(data.replace(old, new, 1))
-
-
-def _causes(report: RunReport) -> dict[str, str]:
-    return {game.game.rsplit("/", 1)[1]: cause.code for game, cause in report.excluded()}
 
 
 def test_pgn_date_is_the_day_the_game_ended_within_its_bounds() -> None:
@@ -58,7 +43,7 @@ def test_games_that_ran_past_midnight_keep_their_end_date() -> None:
     started 05.21, PGN 05.22), gpt-5-low game 1 (23:49, PGN the next day) and gpt-5.4-high
     game 1 (ran past midnight) are eligible, their PGNs checked byte for byte."""
     kimi = read_run(KIMI)
-    assert _causes(kimi) == {}
+    assert excluded_causes(kimi) == {}
     assert kimi.games[1].json_file == "2026.05.19_21-56.json"
     for run in (GPT5_MIDNIGHT, GPT54):
         report = read_run(run)
@@ -71,9 +56,9 @@ def test_games_that_ran_past_midnight_keep_their_end_date() -> None:
 def test_pgn_dated_after_the_next_game_began_is_a_pgn_mismatch(tmp_path: Path) -> None:
     """kimi-k2.6 game 2's PGN moved to 2026.05.22, after game 3 started (05.21), excludes it
     as pgn_mismatch."""
-    run = _copy(tmp_path, KIMI)
-    _edit(run / "2026.05.19_21-56.json", b'[Date \\"2026.05.21\\"]', b'[Date \\"2026.05.22\\"]')
-    assert _causes(read_run(run)) == {"g02": "pgn_mismatch"}
+    run = copy_run(tmp_path, KIMI)
+    edit(run / "2026.05.19_21-56.json", b'[Date \\"2026.05.21\\"]', b'[Date \\"2026.05.22\\"]')
+    assert excluded_causes(read_run(run)) == {"g02": "pgn_mismatch"}
 
 
 def test_only_make_move_ablation_writes_its_pgn_in_uci(tmp_path: Path) -> None:
@@ -81,12 +66,12 @@ def test_only_make_move_ablation_writes_its_pgn_in_uci(tmp_path: Path) -> None:
     is the replay's moves in UCI, so the game is eligible; one move edited is a
     pgn_mismatch."""
     report = read_run(GROK)
-    assert report.dispatcher.pgn_moves == "uci" and _causes(report) == {}
+    assert report.dispatcher.pgn_moves == "uci" and excluded_causes(report) == {}
     pgn = next(c for c in report.games[0].checks if c.name == "pgn")
     assert "\n\n1. h2h3 e7e5 2. a2a3 g8f6 " in pgn.observed
-    run = _copy(tmp_path, GROK)
-    _edit(run / "output.txt", b"1. h2h3 e7e5 2. a2a3", b"1. h2h3 e7e5 2. a2a4")
-    assert _causes(read_run(run)) == {"g01": "pgn_mismatch"}
+    run = copy_run(tmp_path, GROK)
+    edit(run / "output.txt", b"1. h2h3 e7e5 2. a2a3", b"1. h2h3 e7e5 2. a2a4")
+    assert excluded_causes(read_run(run)) == {"g01": "pgn_mismatch"}
 
 
 def test_may_2025_counters_run_for_the_whole_game() -> None:
@@ -95,13 +80,13 @@ def test_may_2025_counters_run_for_the_whole_game() -> None:
     is llmchess-2025-05-pgn-headers (15 wrong moves, PGN without move text); the March
     2025 o3-mini run stays llmchess-2025-01 (per-move counters)."""
     o4 = read_run(O4_ENSEMBLE)
-    assert o4.dispatcher.name == "llmchess-2025-05" and _causes(o4) == {}
+    assert o4.dispatcher.name == "llmchess-2025-05" and excluded_causes(o4) == {}
     checks = {(c.name, c.source): c for c in o4.games[0].checks}
     assert checks[("player_black.wrong_actions", "console")].observed == 15
     assert checks[("player_black.get_board_count", "2025.05.15_19-34.json")].expected == 47
     ensemble = read_run(ENSEMBLE)
     assert ensemble.dispatcher.name == "llmchess-2025-05-pgn-headers"
-    assert _causes(ensemble) == {}
+    assert excluded_causes(ensemble) == {}
     wrong = next(c for c in ensemble.games[0].checks
                  if c.name == "player_black.wrong_moves" and c.source == "console")
     assert wrong.expected == wrong.observed == 15
@@ -112,7 +97,7 @@ def test_per_move_counters_disagree_with_the_may_2025_run() -> None:
     """Replayed as llmchess-2025-01 (counters reset every move), o4-mini-ensemble's games are
     counter_mismatch: the check that picks the version can fail."""
     report = read_run(O4_ENSEMBLE, dispatcher="llmchess-2025-01")
-    assert set(_causes(report).values()) == {"counter_mismatch"}
+    assert set(excluded_causes(report).values()) == {"counter_mismatch"}
 
 
 def test_the_agent_is_the_llm_side_whatever_its_name() -> None:
@@ -135,8 +120,8 @@ def test_crashed_game_is_paired_by_moves_with_its_json(tmp_path: Path) -> None:
     first = report.games[0]
     assert first.json_file == "2025.05.05_17-30.json"
     assert any("(3367, 11279)" in u and "(3256, 11073)" in u for u in first.unavailable)
-    run = _copy(tmp_path, O1_LOW)
-    _edit(run / "2025.05.05_17-30.json", b'"number_of_moves": 9', b'"number_of_moves": 8')
+    run = copy_run(tmp_path, O1_LOW)
+    edit(run / "2025.05.05_17-30.json", b'"number_of_moves": 9', b'"number_of_moves": 8')
     assert read_run(run).games[0].json_file is None
 
 
@@ -146,14 +131,14 @@ def test_indistinguishable_games_are_checked_against_every_fitting_json(
     agrees with both, so all 8 are eligible and checked against both; one JSON's wrong
     actions edited (3 to 2) makes all 8 json_ambiguous."""
     report = read_run(TURBO_0613)
-    assert _causes(report) == {}
+    assert excluded_causes(report) == {}
     shared = [g for g in report.games if len(g.checked_against) == 4]
     assert len(shared) == 8
-    run = _copy(tmp_path, TURBO_0613)
-    _edit(run / "2025.01.22_14-58_1737547125316.json", b'"wrong_actions": 3',
+    run = copy_run(tmp_path, TURBO_0613)
+    edit(run / "2025.01.22_14-58_1737547125316.json", b'"wrong_actions": 3',
           b'"wrong_actions": 2')
-    causes = _causes(read_run(run))
-    assert len(causes) == 8 and set(causes.values()) == {"json_ambiguous"}
+    found = excluded_causes(read_run(run))
+    assert len(found) == 8 and set(found.values()) == {"json_ambiguous"}
 
 
 def test_run_date_is_the_folders_trailing_date_not_the_models() -> None:
@@ -185,7 +170,7 @@ def test_tool_only_suggestions_are_dispatched_on_their_text() -> None:
     name (chess_game_get_legal_moves) is an invalid action, as the run's Proxy answered; the
     same suggestion after the text get_current_board is a board query."""
     report = read_run(GEMINI)
-    assert _causes(report) == {}
+    assert excluded_causes(report) == {}
     seen = {(a.tool_calls, a.verdict) for a in report.corpus.attempts
             if any(n.startswith("chess_") for n in a.tool_calls)}
     assert (("chess_game_get_legal_moves",), "invalid_action") in seen
