@@ -8,6 +8,8 @@ positions, chronology) and counting. Each repetition starts with the rendering
 and FEN memos cleared, so every repetition is a cold census. Prints attempts per
 second beside the target (10,000) and the earlier synthetic-corpus range
 (6,600-9,500), and the corpus figures beside A104's reference counts.
+``census_path`` pauses the cyclic garbage collector while it works; the collection
+deferred to its end (the first allocation after it) falls inside the timing.
 
 ``--synthetic N`` instead times a native corpus of at least N attempts played by
 the game harness (scripted agent against a seeded random mover), as before.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import itertools
 import json
 import re
@@ -19,6 +20,7 @@ from rungbench.chess.transcripts.census import (
     census,
     census_path,
     chains,
+    cyclic_gc_paused,
     load_any,
     transitions,
 )
@@ -514,3 +516,36 @@ def test_every_reply_of_every_eligible_game_is_regenerated() -> None:
         assert sum(row["replies_regenerated"].values()) == replies
         assert row["counters_reproduced"] == sum(g.complete for g in eligible)
     assert {r["run_group"]: r["counters_reproduced"] for r in doc["runs"]}[JAN.name] == 30
+
+
+
+def test_census_runs_with_the_cyclic_collector_paused_and_restores_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay and the census run with the cyclic collector paused; its state (enabled,
+    or paused by the caller) is the same after, also when the block raises."""
+    import rungbench.chess.transcripts.census as module
+
+    seen: list[bool] = []
+
+    def spy(inner: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            seen.append(gc.isenabled())
+            return inner(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(module, "load_any", spy(module.load_any))
+    monkeypatch.setattr(module, "census", spy(module.census))
+    try:
+        assert gc.isenabled()
+        assert census_path(AUG)["counts"]["eligible_attempts"] == 41
+        assert seen == [False, False] and gc.isenabled()
+        gc.disable()
+        with cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()
+        gc.enable()
+        with pytest.raises(ValueError), cyclic_gc_paused():
+            raise ValueError("inside")
+        assert gc.isenabled()
+    finally:
+        gc.enable()

@@ -194,6 +194,26 @@ def test_memoised_verdicts_never_cross_versions() -> None:
         VerdictKind.REFLECTION_FOLLOWUP)
 
 
+
+def test_memoised_verdicts_are_shared_by_equal_versions_only() -> None:
+    """An equal version built apart (as each run of a merged corpus builds its own) answers
+    from the same memo entry; a version of the same name configured differently (reading
+    inside think tags, as January does) gets its own verdict."""
+    import dataclasses
+
+    board = chess.Board()
+    fen = board.fen()
+    text = "<think>get_current_board</think> make_move e2e4"
+    twin = dataclasses.replace(AUG)
+    assert twin == AUG and twin is not AUG
+    first = dispatch(AUG, text, board=board, previous_prompt="", fen=fen)
+    assert dispatch(twin, text, board=board, previous_prompt="", fen=fen) is first
+    assert AUG.remove_text is not None and JAN.remove_text is None
+    unstripped = dataclasses.replace(AUG, remove_text=None)  # reads inside think tags
+    assert dispatch(unstripped, text, board=board, previous_prompt="", fen=fen).kind is (
+        VerdictKind.BOARD_QUERY)
+    assert dispatch(AUG, text, board=board, previous_prompt="", fen=fen).move == "e2e4"
+
 def test_fast_fen_equals_python_chess_with_castling_en_passant_and_promotions() -> None:
     """fast_fen is board.fen() on positions with castling rights lost, a legal and an illegal
     en-passant square, and promoted pieces."""

@@ -13,9 +13,11 @@ historical parser accepted. Any verification failure refuses the whole census.
 
 from __future__ import annotations
 
+import gc
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -578,6 +580,28 @@ def load_any(path: Path, *, strict: bool = False,
 
 def census_path(path: Path, *, alpha: float = 0.05, strict: bool = False,
                 dispatcher: str | None = None) -> dict[str, Any]:
-    """Load ``path`` (any accepted form), verify it and return its census document."""
-    corpus, reports = load_any(path, strict=strict, dispatcher=dispatcher)
-    return census(corpus, alpha=alpha, replay=reports)
+    """Load ``path`` (any accepted form), verify it and return its census document.
+
+    The cyclic garbage collector is paused meanwhile (:func:`cyclic_gc_paused`)."""
+    with cyclic_gc_paused():
+        corpus, reports = load_any(path, strict=strict, dispatcher=dispatcher)
+        return census(corpus, alpha=alpha, replay=reports)
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the block, restoring its state after.
+
+    A census allocates tens of thousands of long-lived, acyclic records (events, attempts,
+    checks, boards), each allocation counting towards a collection that then walks the
+    whole growing heap and frees nothing: about a tenth of a cold census's CPU time.
+    Reference counting still frees everything as usual; any cycle waits for the next
+    collection after the block. A collector already paused stays paused.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

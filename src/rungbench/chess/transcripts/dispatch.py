@@ -571,9 +571,9 @@ def dispatch(
     if fen is None:
         return _dispatch(version, content, board=board, previous_prompt=previous_prompt)
     reflecting = _strip_removed(version, previous_prompt) == REFLECT_PROMPT
-    key = (id(version), content, fen, reflecting)
+    key = (version.name, content, fen, reflecting)
     hit = _VERDICTS.get(key)
-    if hit is not None and hit[0] is version:
+    if hit is not None and (hit[0] is version or hit[0] == version):
         return hit[1]
     verdict = _dispatch(version, content, board=board, previous_prompt=previous_prompt, fen=fen,
                         reflecting=reflecting)
@@ -583,9 +583,12 @@ def dispatch(
     return verdict
 
 
-_VERDICTS: dict[tuple[int, str, str, bool], tuple[DispatcherVersion, Verdict]] = {}
-"""Memoised verdicts by (version identity, reply, FEN, reflection prompt before); the
-version object is kept with each entry so a reused ``id`` never answers for another."""
+_VERDICTS: dict[tuple[str, str, str, bool], tuple[DispatcherVersion, Verdict]] = {}
+"""Memoised verdicts by (version name, reply, FEN, reflection prompt before); the version
+is kept with each entry and must be the one asking or equal to it, so a version another
+run configured alike (each run of a merged corpus builds its own, and the census verifies
+with one of them) shares the entry, and a different version under the same name never
+answers for another."""
 
 
 def _dispatch(version: DispatcherVersion, content: str, *, board: chess.Board,
