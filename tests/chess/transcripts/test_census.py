@@ -549,3 +549,23 @@ def test_census_runs_with_the_cyclic_collector_paused_and_restores_it(
         assert gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_illegal_move_accepted_and_played_in_the_game_still_refuses(tmp_path: Path) -> None:
+    """An accepted illegal move that the game's move list also plays at that ply is refused
+    both as an illegal game move and as an illegal accepted move: the legality the game
+    rebuild found is reused only for a move it found legal."""
+    _harness(tmp_path)
+    corpus = load_corpus(tmp_path)
+    index, attempt = next((i, a) for i, a in enumerate(corpus.attempts)
+                          if a.verdict == "move_accepted")
+    attempts = list(corpus.attempts)
+    attempts[index] = dataclasses.replace(attempt, move="a1a8")
+    games = [dataclasses.replace(g, moves=(*g.moves[:attempt.ply], "a1a8",
+                                           *g.moves[attempt.ply + 1:]))
+             if g.game == attempt.game else g for g in corpus.games]
+    write_corpus(tmp_path, transcript=corpus.sources["transcript.txt"], attempts=attempts,
+                 games=games, dispatchers=list(corpus.dispatchers.values()),
+                 description="tampered")
+    codes = _refusal(tmp_path).codes
+    assert "illegal_game_move" in codes and "illegal_accepted_move" in codes

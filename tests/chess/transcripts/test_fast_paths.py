@@ -9,6 +9,7 @@ import functools
 import random
 import re
 
+import chess.variant
 import pytest
 
 import chess
@@ -18,6 +19,7 @@ from rungbench.chess.transcripts.corpus import Attempt
 from rungbench.chess.transcripts.dispatch import (
     _illegal_reason,
     fast_fen,
+    is_game_over,
     render_legal_moves,
 )
 from rungbench.chess.transcripts.frozen import read_frozen, verify_frozen
@@ -127,6 +129,21 @@ def test_legality_fast_path_agrees_with_parse_uci() -> None:
                                                                                   uci)
 
 
+def test_legality_from_the_rendered_legal_list_agrees_with_parse_uci() -> None:
+    """_illegal_reason given the position's rendered legal-move list accepts and rejects what
+    parse_uci does, with its error text, on every bundled position and thousands of random
+    ones: every legal move, castling written king-takes-rook, null, malformed, illegal."""
+    odd = ["e1h1", "e1a1", "e8h8", "e8a8", "e1g1", "e1c1", "0000", "a7a8", "a2a1q", "e2e5",
+           "z9z9", "e7e8k", "", ","]
+    boards = _bundled_boards() + _random_boards()[::3]
+    assert len(boards) > 5000
+    for board in boards:
+        listed = render_legal_moves(board)
+        for uci in [m.uci() for m in board.legal_moves] + odd:
+            assert (_illegal_reason(board, uci, listed)
+                    == _parse_uci_reason(board, uci)), (board.fen(), uci)
+
+
 def test_run_read_from_verified_bytes_equals_run_read_from_disk() -> None:
     """read_run over the bytes read_frozen verified reports exactly what reading every file
     from disk reports, run by run."""
@@ -145,3 +162,87 @@ def test_line_counter_equals_a_search_of_newline_offsets() -> None:
     rng = random.Random(5)
     for offset in [*range(-2, len(data) + 3), *(rng.randint(-3, 25) for _ in range(300))]:
         assert lines.line(offset) == bisect.bisect_left(newlines, offset) + 1, offset
+
+
+@functools.cache
+def _bundled_boards() -> list[chess.Board]:
+    """Every position of every bundled game, each with its move stack (repetitions)."""
+    boards = []
+    for run in verify_frozen(DATA):
+        for game in read_run(run).corpus.games:
+            board = chess.Board(game.start_fen)
+            boards.append(board.copy())
+            for uci in game.moves:
+                board.push_uci(uci)
+                boards.append(board.copy())
+    return boards
+
+
+def _ended_boards() -> list[chess.Board]:
+    """Positions each ending the game one way, and their near misses: checkmate, stalemate,
+    insufficient material, the 75-move clock at 149 and 150, fourfold and fivefold
+    repetitions by knight shuffles and by null moves, a repetition cut by a pawn move."""
+    fens = ("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",
+            "8/8/4k3/8/8/3NK3/8/8 w - - 0 1", "8/8/4k3/8/8/3BK3/8/8 w - - 0 1",
+            "8/8/4k3/8/8/3RK3/8/8 w - - 149 90", "8/8/4k3/8/8/3RK3/8/8 w - - 150 90",
+            "7k/5Q2/6K1/8/8/8/8/8 b - - 150 90")
+    boards = [chess.Board(fen) for fen in fens]
+    shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"]
+    for line in (shuffle * 4, ["e2e4", "e7e5", *shuffle * 4], ["b1c3", "b8c6", *shuffle * 4],
+                 [*shuffle * 2, "e2e4", "e7e5", *shuffle * 2]):
+        board = chess.Board()
+        for uci in line:
+            board.push_uci(uci)
+            boards.append(board.copy())
+    board = chess.Board()
+    for _ in range(2):
+        for uci in shuffle:
+            board.push_uci(uci)
+    board.push_uci("e2e4")
+    for _ in range(10):
+        board.push(chess.Move.null())
+        boards.append(board.copy())
+    return boards
+
+
+def test_game_over_fast_path_equals_is_game_over() -> None:
+    """is_game_over(board) is board.is_game_over() on every position of every bundled game,
+    thousands of random-game positions, and positions ended (or nearly ended) by each rule:
+    checkmate, stalemate, insufficient material, 75 moves, fivefold repetition (null moves
+    too); a variant board gets its own rules."""
+    ended = _ended_boards()
+    expected = [b.is_game_over() for b in ended]
+    assert sum(expected) >= 8 and not all(expected)
+    boards = _bundled_boards() + _random_boards() + ended
+    assert len(boards) > 8000
+    for board in boards:
+        assert is_game_over(board) == board.is_game_over(), board.fen()
+    atomic = chess.variant.AtomicBoard("8/8/8/8/8/8/1k6/qK6 w - - 0 1")
+    assert is_game_over(atomic) == atomic.is_game_over()
+
+
+def test_reflection_prompt_memo_equals_stripping_every_prompt() -> None:
+    """_is_reflect_prompt answers what stripping remove_text and comparing with the reflection
+    prompt answers, asked twice (memo cold, then warm), for every prompt of the bundled
+    corpus and for the reflection prompt bare, wrapped in a think block and altered, under a
+    version with remove_text and one without; clear_render_cache forgets the answers."""
+    from rungbench.chess.transcripts import dispatch as d
+
+    thinking = d.version("llmchess-2025-08")
+    assert thinking.remove_text
+    plain = dataclasses.replace(thinking, remove_text=None)
+    prompts = {a.prompt for run in verify_frozen(DATA) for a in read_run(run).corpus.attempts}
+    prompts |= {d.REFLECT_PROMPT, f"<think>x\ny</think>{d.REFLECT_PROMPT}",
+                f"{d.REFLECT_PROMPT}<think></think>", d.REFLECT_PROMPT + " ", ""}
+    d.clear_render_cache()
+    answers = []
+    for _ in range(2):
+        for dv in (thinking, plain):
+            for prompt in prompts:
+                expected = d._strip_removed(dv, prompt) == d.REFLECT_PROMPT
+                assert d._is_reflect_prompt(dv, prompt) == expected, prompt[:80]
+                answers.append(expected)
+    assert sum(answers) >= 8 and not all(answers)
+    assert d._REFLECTING
+    d.clear_render_cache()
+    assert not d._REFLECTING

@@ -126,11 +126,13 @@ def verify(corpus: Corpus) -> list[Reason]:
     """Check every byte range, response, verdict, position and prompt; return the defects."""
     reasons: list[Reason] = []
     boards = _game_boards(corpus, reasons)
+    played = {game.game: game.moves for game in corpus.games}  # the games _game_boards kept
     fens: dict[tuple[str, int], str] = {}
     lines = {name: _Lines(data) for name, data in corpus.sources.items()}
     for index, attempt in enumerate(corpus.attempts):
         defects = _check_bytes(corpus, attempt, lines)
-        board = boards.get(attempt.game, {}).get(attempt.ply)
+        positions = boards.get(attempt.game, {})
+        board = positions.get(attempt.ply)
         if board is None:
             defects.append(("state_mismatch", f"game {attempt.game!r} has no position at ply "
                             f"{attempt.ply}"))
@@ -141,7 +143,10 @@ def verify(corpus: Corpus) -> list[Reason]:
                 defects.append(("state_mismatch", f"recorded position {attempt.fen_before!r} "
                                 f"but the game's moves give {fen!r}"))
             else:
-                defects += _check_verdict(corpus, attempt, board, fen)
+                moves = played.get(attempt.game, ())
+                known = (attempt.ply + 1 in positions and attempt.ply < len(moves)
+                         and moves[attempt.ply] == attempt.move)
+                defects += _check_verdict(corpus, attempt, board, fen, known_legal=known)
         if defects:  # the location is spelled out only for an attempt that has a defect
             where = _location(corpus, index, attempt)
             reasons.extend(_reason(code, where, detail) for code, detail in defects)
@@ -215,14 +220,19 @@ def _check_bytes(corpus: Corpus, attempt: Attempt,
 
 
 def _check_verdict(corpus: Corpus, attempt: Attempt, board: chess.Board,
-                   fen: str) -> list[tuple[str, str]]:
-    """The (reason code, detail) of a recorded verdict's defect, regenerated at ``fen``."""
+                   fen: str, *, known_legal: bool = False) -> list[tuple[str, str]]:
+    """The (reason code, detail) of a recorded verdict's defect, regenerated at ``fen``.
+
+    ``known_legal``: the attempt's move is the game's move from this very position, which
+    :func:`_game_boards` found legal there (it keeps a position after a move only then),
+    so its legality is not asked again.
+    """
     if attempt.verdict is None:
         return []
     dv = corpus.dispatchers.get(attempt.dispatcher)
     if dv is None:
         return [("absent", f"dispatcher {attempt.dispatcher!r} is not described")]
-    if attempt.verdict == _ACCEPTED and not _is_legal(board, attempt.move):
+    if attempt.verdict == _ACCEPTED and not known_legal and not _is_legal(board, attempt.move):
         return [("illegal_accepted_move", f"move {attempt.move!r} is recorded as "
                  f"accepted but is illegal in {attempt.fen_before}")]
     verdict = dispatch(dv, attempt.content, board=board, previous_prompt=attempt.prompt, fen=fen)
@@ -585,7 +595,9 @@ def census_path(path: Path, *, alpha: float = 0.05, strict: bool = False,
     The cyclic garbage collector is paused meanwhile (:func:`cyclic_gc_paused`)."""
     with cyclic_gc_paused():
         corpus, reports = load_any(path, strict=strict, dispatcher=dispatcher)
-        return census(corpus, alpha=alpha, replay=reports)
+        doc = census(corpus, alpha=alpha, replay=reports)
+        del corpus, reports  # freed before the collector resumes, not walked by it
+    return doc
 
 
 @contextmanager

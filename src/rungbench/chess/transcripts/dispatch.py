@@ -450,6 +450,30 @@ def render_legal_moves(board: chess.Board) -> str:
                     for move in board.generate_legal_moves())
 
 
+def is_game_over(board: chess.Board) -> bool:
+    """``board.is_game_over()`` (``claim_draw`` False) with fewer generator runs.
+
+    In standard chess the variant ends never apply, checkmate and stalemate together are
+    "no legal move", the 75-move rule is the half-move clock at 150 or more once a legal
+    move exists, and a fivefold repetition needs at least 8 plies without a capture or
+    pawn move (python-chess's scan stops at the first such move; a position recurs after
+    2 plies at the earliest, with null moves, and 4 without), so python-chess's scan of
+    the whole move stack runs only when the half-move clock allows a repetition. A test
+    holds it equal to python-chess's own on every position of the bundled games. Other
+    board classes (chess variants) get ``is_game_over()`` itself.
+    """
+    if type(board) is not chess.Board:
+        return board.is_game_over()
+    if board.is_insufficient_material():
+        return True
+    for _ in board.generate_legal_moves():
+        break
+    else:
+        return True
+    clock = board.halfmove_clock
+    return clock >= 150 or (clock >= 8 and board.is_repetition(5))
+
+
 _PROMOTION_LETTERS: dict[int | None, str] = {
     None: "", **{piece: chess.piece_symbol(piece) for piece in chess.PIECE_TYPES}}
 
@@ -489,13 +513,17 @@ def visible_text(version: DispatcherVersion, content: str) -> str:
     return content.lower().strip()
 
 
-def _illegal_reason(board: chess.Board, uci: str) -> str | None:
+def _illegal_reason(board: chess.Board, uci: str, listed: str | None = None) -> str | None:
     """Return python-chess's error text for pushing ``uci``, or None when it is legal.
 
     A move python-chess holds legal as parsed is what ``parse_uci`` accepts too (its
     castling-notation conversions map such a move to itself), so only the others go
-    through ``parse_uci`` for its verdict and error text.
+    through ``parse_uci`` for its verdict and error text. ``listed``, when given, is this
+    position's :func:`render_legal_moves` reply (already rendered for a legal-move query
+    at it): a move written as one of its entries is legal without asking again.
     """
+    if listed and uci in listed.split(","):  # (an empty list: no move at all is legal)
+        return None
     try:
         move = chess.Move.from_uci(uci)
         if move and board.is_legal(move):
@@ -548,10 +576,31 @@ def fen_of(board: chess.Board) -> str:
 
 
 def clear_render_cache() -> None:
-    """Forget every memoised rendering, FEN and verdict (benchmarks time cold runs with it)."""
+    """Forget every memoised rendering, FEN, verdict and reflection-prompt answer (benchmarks
+    time cold runs with it)."""
     _RENDERED.clear()
     _FENS.clear()
     _VERDICTS.clear()
+    _REFLECTING.clear()
+
+
+_REFLECTING: dict[tuple[str, str], bool] = {}
+"""Memoised answers of :func:`_is_reflect_prompt` by (``remove_text`` pattern, prompt)."""
+
+
+def _is_reflect_prompt(version: DispatcherVersion, prompt: str) -> bool:
+    """Whether ``prompt``, ``remove_text`` applied, is the reflection prompt; memoised by
+    pattern and prompt when there is a pattern to apply (a census asks it of every prompt
+    twice: replay, then verification)."""
+    if not version.remove_text:
+        return prompt == REFLECT_PROMPT
+    key = (version.remove_text, prompt)
+    hit = _REFLECTING.get(key)
+    if hit is None:
+        if len(_REFLECTING) >= _RENDERED_MAX:
+            _REFLECTING.clear()
+        hit = _REFLECTING[key] = _strip_removed(version, prompt) == REFLECT_PROMPT
+    return hit
 
 
 def dispatch(
@@ -570,7 +619,7 @@ def dispatch(
     """
     if fen is None:
         return _dispatch(version, content, board=board, previous_prompt=previous_prompt)
-    reflecting = _strip_removed(version, previous_prompt) == REFLECT_PROMPT
+    reflecting = _is_reflect_prompt(version, previous_prompt)
     key = (version.name, content, fen, reflecting)
     hit = _VERDICTS.get(key)
     if hit is not None and (hit[0] is version or hit[0] == version):
@@ -608,12 +657,14 @@ def _dispatch(version: DispatcherVersion, content: str, *, board: chess.Board,
                   else rendered("legal", "", fen=fen, board=board))
         return Verdict(VerdictKind.LEGAL_QUERY, None, listed, False)
     if reflecting is None:
-        reflecting = _strip_removed(version, previous_prompt) == REFLECT_PROMPT
+        reflecting = _is_reflect_prompt(version, previous_prompt)
     if reflecting:
         return Verdict(VerdictKind.REFLECTION_FOLLOWUP, None, REFLECTION_FOLLOWUP, False)
     if REFLECT_ACTION in choice:
         return Verdict(VerdictKind.REFLECTION, None, REFLECT_PROMPT, False)
-    return _make_move(version, choice, board)
+    rendered_list = (_RENDERED.get((fen, "legal", "")) if fen is not None
+                     and type(board) is chess.Board and not board.chess960 else None)
+    return _make_move(version, choice, board, rendered_list)
 
 
 def _dispatch_restricted(version: DispatcherVersion, choice: str, board: chess.Board) -> Verdict:
@@ -628,14 +679,16 @@ def _dispatch_restricted(version: DispatcherVersion, choice: str, board: chess.B
     return _make_move(version, choice, board)
 
 
-def _make_move(version: DispatcherVersion, choice: str, board: chess.Board) -> Verdict:
+def _make_move(version: DispatcherVersion, choice: str, board: chess.Board,
+               listed: str | None = None) -> Verdict:
+    """The make_move verdict of ``choice`` (``listed``: as for :func:`_illegal_reason`)."""
     match = _compiled(version.make_move_pattern, 0).search(choice)
     if match is None:
         invalid = invalid_action_message(enable_reflection=version.enable_reflection,
                                          actions=version.actions)
         return Verdict(VerdictKind.INVALID_ACTION, None, invalid, True)
     uci = match.group(1)
-    reason = _illegal_reason(board, uci)
+    reason = _illegal_reason(board, uci, listed)
     if reason is None:
         return Verdict(VerdictKind.MOVE_ACCEPTED, uci, MOVE_MADE, False)
     return Verdict(VerdictKind.MOVE_REJECTED, uci, f"Failed to make move: {reason}", True)

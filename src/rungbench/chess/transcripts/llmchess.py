@@ -35,6 +35,7 @@ from rungbench.chess.transcripts.dispatch import (
     dispatch,
     fen_of,
     invalid_action_message,
+    is_game_over,
     is_llm_player,
     previous_moves_prefix,
 )
@@ -495,7 +496,7 @@ class _Replay:
         other = next((n for n in self.players if n != player.name), None)
         if last == TOO_MANY_WRONG_ACTIONS.lower():
             self.winner, self.reason = other or "?", TOO_MANY_WRONG_ACTIONS
-        elif self.board.is_game_over():
+        elif is_game_over(self.board):
             self.winner, self.reason = _game_over(self.board, self.players, self.colours)
         elif last != MOVE_MADE.lower() and turns >= self.dv.max_turns:
             self.winner, self.reason = other or "?", "Max turns in single dialog"
