@@ -240,8 +240,9 @@ def export_inspect_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Export a built bench or a CLadder import as an inspect_ai task (``inspect eval``)."""
+    from rungbench.agents.inspect_logs import inspect_available
     from rungbench.causal.interop.cladder_inspect import export_cladder_task
-    from rungbench.causal.interop.inspect_bridge import export_task, inspect_available
+    from rungbench.causal.interop.inspect_bridge import export_task
 
     why = inspect_available()
     if (bench is None) == (cladder_import is None):

@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 import pytest
 from tests.conftest import skip_unless_ci
 
-from rungbench.causal.interop import cladder, inspect_bridge
+from rungbench.agents import inspect_logs
+from rungbench.causal.interop import cladder
 from rungbench.causal.interop import cladder_inspect as ci
 from rungbench.errors import IntegrityError, Refusal
 from rungbench.evidence.sealed import verify_sealed
@@ -20,7 +21,7 @@ DATA = Path(__file__).resolve().parents[3] / "data" / "cladder"
 
 @pytest.fixture(autouse=True)
 def _inspect_installed() -> None:
-    why = inspect_bridge.inspect_available()
+    why = inspect_logs.inspect_available()
     if why is not None:
         skip_unless_ci(why)
 

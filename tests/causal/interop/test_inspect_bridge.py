@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from tests.conftest import skip_unless_ci
 
+from rungbench.agents import inspect_logs
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import score_responses
 from rungbench.causal.bench.verified import (
@@ -29,7 +30,7 @@ from rungbench.causal.bench.verified import (
 from rungbench.causal.interop import inspect_bridge as bridge
 from rungbench.errors import IntegrityError, Refusal
 
-UNAVAILABLE = bridge.inspect_available()
+UNAVAILABLE = inspect_logs.inspect_available()
 """Why inspect_ai cannot be used here; the test extra installs it, so under CI it must be."""
 
 
@@ -118,7 +119,7 @@ def test_eval_log_imports_and_scores_like_direct_scoring(bench: Path, tmp_path: 
     oracles = bench_oracles(open_bench(bench))
     direct = {r["case_id"]: bridge.score_response(oracles[r["case_id"]], r)["outcome"]
               for r in responses}
-    recorded = bridge.log_scores(bridge.read_log(log_path))
+    recorded = bridge.log_scores(inspect_logs.read_log(log_path))
     assert imported == direct == recorded
     assert {"correct", "wrong", "invalid"} <= set(direct.values())
 
@@ -138,7 +139,7 @@ def test_inspect_eval_cli_runs_the_exported_task(bench: Path, tmp_path: Path) ->
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     logs = sorted((tmp_path / "logs").glob("*.eval"))
-    assert bridge.read_log(logs[-1]).status == "success"
+    assert inspect_logs.read_log(logs[-1]).status == "success"
     result = bridge.import_log(logs[-1], bench, tmp_path / "r.jsonl")
     assert result["samples"] == 5 and result["inspect_scores_agree"] == 5
     assert result["model"] == "mockllm/model"

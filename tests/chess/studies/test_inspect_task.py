@@ -11,6 +11,7 @@ from tests.chess.studies import study_fixtures as fx  # one label stage per proc
 from tests.conftest import skip_unless_ci
 
 import chess
+from rungbench.agents import inspect_logs
 from rungbench.chess.studies import budget as bud
 from rungbench.chess.studies import inspect_task as it
 from rungbench.chess.studies import study as st
@@ -26,7 +27,7 @@ reply with no tool call is malformed to the runner)."""
 
 @pytest.fixture(autouse=True)
 def _inspect_installed() -> None:
-    why = it.inspect_available()
+    why = inspect_logs.inspect_available()
     if why is not None:
         skip_unless_ci(why)
 
@@ -81,7 +82,7 @@ def test_export_eval_import_gives_the_directly_scored_responses(
                         log_dir=str(tmp_path / "logs"), display="none", max_samples=1)
     assert logs[0].status == "success"
     log_path = Path(logs[0].location)
-    log = it.read_log(log_path)
+    log = inspect_logs.read_log(log_path)
     recorded = it.log_classes(log)
     assert set(recorded.values()) == set(it.MOVE_CLASSES)
     auth = bud.freeze_authorization(root, bud.Authorization(

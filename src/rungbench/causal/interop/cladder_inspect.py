@@ -115,9 +115,9 @@ def score_label(case: Mapping[str, Any], label: str | None) -> bool:
 def cladder_task(root: str | Path, *, seal_digest: str | None = None,
                  limit: int | None = None) -> Any:
     """The inspect_ai Task over a sealed CLadder import (module docstring)."""
-    from rungbench.causal.interop.inspect_bridge import _require_inspect
+    from rungbench.agents.inspect_logs import require_inspect
 
-    _require_inspect()
+    require_inspect()
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.model import ChatMessageSystem, ChatMessageUser
@@ -207,7 +207,8 @@ def log_labels(log: Any, root: Path) -> dict[str, str | None]:
 def import_cladder_log(path: Path, root: Path, out: Path, *,
                        force: bool = False) -> dict[str, Any]:
     """Write ``out`` (one response line per sample) from an inspect log; return the summary."""
-    from rungbench.causal.interop.inspect_bridge import log_scores, read_log
+    from rungbench.agents.inspect_logs import read_log
+    from rungbench.causal.interop.inspect_bridge import log_scores
 
     if out.exists() and not force:
         raise Refusal([Reason("exists", f"{out} exists; pass --force to replace it",

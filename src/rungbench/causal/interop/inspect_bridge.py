@@ -30,17 +30,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rungbench.agents.inspect_logs import read_log, require_inspect
 from rungbench.causal.bench.records import PrivateOracle, PublicCase
 from rungbench.causal.bench.requests import causal_request
 from rungbench.causal.bench.scorer import score_dict
 from rungbench.causal.bench.verified import bench_cases, bench_oracles, open_bench
 from rungbench.errors import (
-    InputError,
     IntegrityError,
     Reason,
     Refusal,
-    missing_extra,
-    require_extra,
 )
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes
 from rungbench.evidence.sealed import SEAL_NAME, publish_dir, verify_sealed
@@ -79,14 +77,6 @@ def {name}(limit: int | None = {limit!r}) -> Task:
     return causal_task(BENCH, seal_digest=SEAL_DIGEST, limit=limit)
 '''
 
-
-def inspect_available() -> str | None:
-    """None when the ``inspect`` extra is installed, else why not (for skips and usage errors)."""
-    return missing_extra("inspect_ai", "inspect")
-
-
-def _require_inspect() -> None:
-    require_extra("inspect_ai", "inspect", field="inspect")
 
 
 def seal_digest(bench: Path) -> str:
@@ -139,7 +129,7 @@ def score_response(oracle: PrivateOracle, response: Mapping[str, Any]) -> dict[s
 def causal_task(bench: str | Path, *, seal_digest: str | None = None,
                 limit: int | None = None) -> Any:
     """The inspect_ai Task over a built bench (see the module docstring)."""
-    _require_inspect()
+    require_inspect()
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.model import ChatMessageSystem, ChatMessageUser
@@ -231,18 +221,6 @@ def verify_export(out: Path) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((out / "export.json").read_bytes())
     return doc
 
-
-def read_log(path: Path) -> Any:
-    """Read an inspect log (``.eval`` or ``.json``); InputError when unreadable."""
-    _require_inspect()
-    from inspect_ai.log import read_eval_log
-
-    if not path.is_file():
-        raise InputError("inspect log not found", path=str(path))
-    try:
-        return read_eval_log(str(path))
-    except Exception as exc:  # inspect raises many kinds for a damaged log
-        raise InputError(f"not a readable inspect log: {exc}", path=str(path)) from None
 
 
 def log_responses(log: Any, bench: Path, *, arm: str = ARM) -> list[dict[str, Any]]:

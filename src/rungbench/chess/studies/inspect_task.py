@@ -28,12 +28,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rungbench.agents.inspect_logs import read_log, require_inspect
 from rungbench.agents.protocol import Request, Response, ToolCall, Usage
 from rungbench.chess.reference_agents import validate_move
 from rungbench.chess.studies.bindings import load_binding
 from rungbench.chess.studies.ladder import schedule_for
 from rungbench.chess.studies.study import current_manifest, run_study
-from rungbench.errors import InputError, Reason, Refusal, missing_extra, require_extra
+from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest
 from rungbench.execute.schedule import Schedule
 
@@ -46,14 +47,6 @@ GATE = "chess inspect import"
 MOVE_CLASSES = ("legal", "illegal", "malformed", "missing")
 """What the deterministic scorer records per sample."""
 
-
-def inspect_available() -> str | None:
-    """None when the ``inspect`` extra is installed, else why not (for skips and usage errors)."""
-    return missing_extra("inspect_ai", "inspect")
-
-
-def _require_inspect() -> None:
-    require_extra("inspect_ai", "inspect", field="inspect")
 
 
 def study_schedule(study: Path, stage: Path, binding: str, *, model: str,
@@ -92,7 +85,7 @@ def move_class(request: Request, tool: str | None, arguments: str | None) -> str
 def study_task(study: str | Path, stage: str | Path, binding: str, *, model: str, route: str,
                limit: int | None = None) -> Any:
     """The inspect_ai Task over one model x route of a binding (module docstring)."""
-    _require_inspect()
+    require_inspect()
     from inspect_ai import Task
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.model import ChatMessageSystem, ChatMessageUser
@@ -145,18 +138,6 @@ def study_task(study: str | Path, stage: str | Path, binding: str, *, model: str
                 scorer=legality(), name=TASK_NAME,
                 metadata={"rungbench_schedule": schedule.digest()})
 
-
-def read_log(path: Path) -> Any:
-    """Read an inspect log; InputError when unreadable."""
-    _require_inspect()
-    from inspect_ai.log import read_eval_log
-
-    if not path.is_file():
-        raise InputError("inspect log not found", path=str(path))
-    try:
-        return read_eval_log(str(path))
-    except Exception as exc:  # inspect raises many kinds for a damaged log
-        raise InputError(f"not a readable inspect log: {exc}", path=str(path)) from None
 
 
 class ReplayAgent:
