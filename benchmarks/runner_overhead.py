@@ -12,6 +12,8 @@ Measured (issue 21, item 3), each the best and the median of ``--repeats`` fresh
 * cells/s at concurrency 1, 16 and 64 with no added latency (target: ≥ 1,000 cells/s at
   concurrency 64) and with a fixed latency per reply (ideal ``concurrency / latency``;
   target: ≥ 90 % of ideal at concurrency 16 and 64);
+* the same rows with the real client alone (no runner: its own coroutine under the same
+  bound), the ceiling of the rows above on this host, and the runner's share of it;
 * the same rows with the runner alone (an in-process agent that sleeps the latency), which
   separates the runner's own cost from the SDK's and the server's;
 * memory per cell: the growth of the runner process's resident set over a run, per cell,
@@ -28,6 +30,7 @@ Usage: ``.venv/bin/python benchmarks/runner_overhead.py [--cells N] [--latency-m
 from __future__ import annotations
 
 import argparse
+import asyncio
 import multiprocessing
 import multiprocessing.connection
 import resource
@@ -116,6 +119,45 @@ def measure(cells: int, concurrency: int, latency_s: float, workdir: Path) -> di
             "server_cpu": served / cells}
 
 
+def measure_bare(cells: int, concurrency: int, latency_s: float,
+                 workdir: Path) -> dict[str, float]:
+    """Calls/s of the real client alone against the same server: the provider's own
+    coroutine under a bound of ``concurrency`` calls, no runner (no log, store or
+    classification). The ceiling of the rows above on this host."""
+    del workdir
+    ctx = multiprocessing.get_context("spawn")
+    here, there = ctx.Pipe()
+    child = ctx.Process(target=_serve, args=(cells, latency_s, there), daemon=True)
+    child.start()
+    try:
+        requests = [c.request for c in _schedule(cells)]
+        provider = OpenAIProvider("loopback", base_url=here.recv(), api_key_env="K",
+                                  environ={"K": KEY})
+
+        async def main() -> float:
+            bound = asyncio.Semaphore(concurrency)
+
+            async def one(request: Request) -> None:
+                async with bound:
+                    await provider.respond_async(request)
+
+            start = time.perf_counter()
+            await asyncio.gather(*(one(r) for r in requests))
+            return time.perf_counter() - start
+
+        cpu = _cpu_s()
+        elapsed = provider.drive(main)
+        cpu = _cpu_s() - cpu
+        provider.close()
+    finally:
+        here.send("stop")
+        served = here.recv() if here.poll(10) else float("nan")
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    return {"rate": cells / elapsed, "rss": 0.0, "cpu": cpu / cells, "server_cpu": served / cells}
+
+
 class _Sleeper:
     """An in-process agent that waits ``latency_s`` and answers one fixed move: the runner
     alone (log, store, digests, threads), without the SDK, HTTP or a server."""
@@ -147,16 +189,17 @@ def measure_runner_alone(cells: int, concurrency: int, latency_s: float,
 
 
 def _isolated(cells: int, concurrency: int, latency_s: float, *,
-              alone: bool = False) -> dict[str, float]:
+              alone: bool = False, bare: bool = False) -> dict[str, float]:
     """:func:`measure` in a fresh process (so resident-set figures start from the same base)."""
     ctx = multiprocessing.get_context("spawn")
     with (ProcessPoolExecutor(1, mp_context=ctx) as pool,
           tempfile.TemporaryDirectory(prefix="rungbench-bench-") as tmp):
-        fn = measure_runner_alone if alone else measure
+        fn = measure_runner_alone if alone else measure_bare if bare else measure
         return pool.submit(fn, cells, concurrency, latency_s, Path(tmp)).result()
 
 
-def _row(label: str, runs: list[dict[str, float]], ideal: float | None, target: str) -> str:
+def _row(label: str, runs: list[dict[str, float]], ideal: float | None, target: str,
+         bare: list[dict[str, float]] | None = None) -> str:
     rates = [r["rate"] for r in runs]
     best, median = max(rates), statistics.median(rates)
     shown = f"{ideal:>8.0f}" if ideal else f"{'n/a':>8}"
@@ -164,8 +207,10 @@ def _row(label: str, runs: list[dict[str, float]], ideal: float | None, target: 
     cpu = statistics.median(r["cpu"] for r in runs) * 1000
     served = statistics.median(r["server_cpu"] for r in runs) * 1000
     server = f"{served:>6.2f}" if served else f"{'-':>6}"
+    ceiling = (f"{median / statistics.median(r['rate'] for r in bare):>6.0%}" if bare
+               else f"{'':>6}")
     return (f"{label:<18} {best:>8.0f} {median:>8.0f} {shown} {share} {cpu:>6.2f} {server}"
-            f"   {target}")
+            f" {ceiling}   {target}")
 
 
 def main() -> None:
@@ -180,13 +225,16 @@ def main() -> None:
     args = parser.parse_args()
     latency = args.latency_ms / 1000.0
     print(f"{args.cells} puzzle cells per run, {args.repeats} runs per row (best, median); "
-          "group commit; real openai client (AsyncOpenAI over aiohttp); asyncio loopback "
-          "server in a child process; 'cpu ms' and 'server': CPU time per cell of the "
-          "runner's and of the server's process (medians)")
+          "group commit; cells as coroutines on the real openai client's loop (AsyncOpenAI "
+          "over aiohttp); asyncio loopback server in a child process; 'cpu ms' and "
+          "'server': CPU time per cell of the runner's and of the server's process (medians)")
     print(f"{'latency, conc.':<18} {'best/s':>8} {'median/s':>8} {'ideal/s':>8} "
-          f"{'best':>6} {'median':>6} {'cpu ms':>6} {'server':>6}   target (before)")
+          f"{'best':>6} {'median':>6} {'cpu ms':>6} {'server':>6} {'/bare':>6}   target (before)")
+    bare: dict[tuple[float, int], list[dict[str, float]]] = {}
     for delay in (0.0, latency):
         for concurrency in args.concurrency:
+            bare[delay, concurrency] = [_isolated(args.cells, concurrency, delay, bare=True)
+                                        for _ in range(args.repeats)]
             runs = [_isolated(args.cells, concurrency, delay) for _ in range(args.repeats)]
             ideal = concurrency / delay if delay else None
             if delay and concurrency >= 16:
@@ -198,7 +246,13 @@ def main() -> None:
             before = BEFORE_CELLS_PER_S.get((concurrency, round(delay, 3)))
             if before:
                 target += f" ({before}/s before)"
-            print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", runs, ideal, target))
+            print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", runs, ideal, target,
+                       bare[delay, concurrency]))
+    print("the openai client alone against the same server (no runner; '/bare' above is the "
+          "runner's median over this row's):")
+    for (delay, concurrency), runs in bare.items():
+        print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", runs,
+                   concurrency / delay if delay else None, ""))
     print("the runner alone (an in-process agent that sleeps the latency; no SDK, HTTP or "
           "server):")
     for delay in (0.0, latency):

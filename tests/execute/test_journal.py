@@ -97,3 +97,71 @@ def test_a_failed_write_is_raised_to_waiters_and_later_submits(tmp_path: Path) -
         os.fsync = real
     with pytest.raises(OSError):
         log.close()
+
+
+def test_before_runs_once_per_batch_ahead_of_the_batchs_lines(tmp_path: Path) -> None:
+    """A ``before`` hook given with records is called by the writer before any of those
+    records is in the file, once per batch however many submits named it."""
+    path, head = _opened(tmp_path)
+    log = GroupLog(path, head)
+    seen: list[int] = []
+
+    def hook() -> None:
+        seen.append(len(read_events(path)))
+
+    gate, entered = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        entered.set()
+        gate.wait(5)
+
+    log.submit([{"kind": "x", "i": 0}], before=hold)  # holds the writer on record 0's batch
+    assert entered.wait(5)
+    for i in range(1, 4):
+        log.submit([{"kind": "x", "i": i}], before=hook)
+    gate.set()
+    log.close()
+    assert seen == [2]  # the run record and record 0 on disk; records 1-3 not yet
+    assert [e["i"] for e in read_events(path)[1:]] == [0, 1, 2, 3]
+
+
+def test_a_failing_before_hook_fails_the_log_and_writes_nothing(tmp_path: Path) -> None:
+    """When ``before`` raises, the records of its batch never reach the file, their waiter
+    and every later submit raise, and what was durable before stays as it was."""
+    path, head = _opened(tmp_path)
+    log = GroupLog(path, head)
+    log.append({"kind": "x", "i": 0})
+
+    def broken() -> None:
+        raise OSError(28, "No space left on device")
+
+    _, ticket = log.submit([{"kind": "x", "i": 1}], before=broken)
+    with pytest.raises(OSError, match="No space left"):
+        log.wait(ticket)
+    with pytest.raises(OSError, match="earlier write failed"):
+        log.submit([{"kind": "x", "i": 2}])
+    with pytest.raises(OSError):
+        log.close()
+    assert [e["i"] for e in read_events(path)[1:]] == [0]
+
+
+def test_when_durable_wakes_once_the_ticket_is_on_disk(tmp_path: Path) -> None:
+    """``when_durable`` returns False for a ticket already durable and otherwise calls its
+    wake from the writer after the covering fsync, after which ``check_durable`` passes."""
+    path, head = _opened(tmp_path)
+    log = GroupLog(path, head)
+    _, done = log.submit([{"kind": "x"}])
+    log.wait(done)
+    assert log.when_durable(done, lambda: None) is False
+    woke = threading.Event()
+    gate = threading.Event()
+    log.submit([{"kind": "y"}], before=gate.wait)
+    _, ticket = log.submit([{"kind": "z"}])
+    assert log.when_durable(ticket, woke.set) is True
+    assert not woke.wait(0.05)
+    with pytest.raises(RuntimeError, match="woken before"):
+        log.check_durable(ticket)
+    gate.set()
+    assert woke.wait(5)
+    log.check_durable(ticket)
+    log.close()

@@ -50,6 +50,26 @@ class LoopThread:
         loop, resource = self._started()
         return asyncio.run_coroutine_threadsafe(work(resource), loop).result()
 
+    def run(self, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run ``main()`` on the loop, blocking until it returns; return its result.
+
+        An exception in the caller while it waits (a ``KeyboardInterrupt``) cancels it.
+        """
+        loop, _ = self._started()
+        future = asyncio.run_coroutine_threadsafe(main(), loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def resource(self) -> Any:
+        """The loop's resource, for a coroutine running on the loop (raises elsewhere)."""
+        loop = self._loop
+        if loop is None or asyncio.get_running_loop() is not loop:
+            raise RuntimeError(f"{self._name}: not running on this loop")
+        return self._resource
+
     def close(self) -> None:
         """Dispose of the resource and stop the loop (a later :meth:`call` starts anew)."""
         with self._lock:

@@ -27,9 +27,10 @@ import os
 import re
 import time
 import weakref
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 
@@ -51,6 +52,8 @@ from rungbench.agents.protocol import (
     owned_key_problem,
 )
 from rungbench.errors import InputError
+
+T = TypeVar("T")
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 BODY_LIMIT = 200
@@ -153,10 +156,19 @@ class OpenAIProvider:
 
     def respond(self, request: Request) -> Response:
         """Send ``request`` once (no SDK retries) and return the parsed answer."""
-        body = self._post(request)
-        return self._scrubbed(parse_completion(body, self.pricing))
+        return self._loop.call(partial(self._exchange, request=request))
 
-    def _post(self, request: Request) -> dict[str, Any]:
+    async def respond_async(self, request: Request) -> Response:
+        """:meth:`respond` as a coroutine, for code running on the provider's loop (a
+        runner driven by :meth:`drive`)."""
+        return await self._exchange(self._loop.resource(), request)
+
+    def drive(self, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run ``main()`` on the provider's loop thread (where :meth:`respond_async` may be
+        awaited), blocking until it returns."""
+        return self._loop.run(main)
+
+    def _body(self, request: Request) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_json() for m in request.messages],
@@ -165,16 +177,16 @@ class OpenAIProvider:
             kwargs["tools"] = list(request.tools)
         if request.tool_choice is not None:
             kwargs["tool_choice"] = request.tool_choice
-        sent = {**kwargs, **self.params}  # params never hold a request-owned key (checked)
+        return {**kwargs, **self.params}  # params never hold a request-owned key (checked)
+
+    async def _exchange(self, client: openai.AsyncOpenAI, request: Request) -> Response:
+        sent = self._body(request)
         # Every CallFailure is raised outside the ``except`` blocks, so it carries no
         # exception chain: the SDK's exceptions quote the response body (which a server
         # may echo the key into) and hold the request with its Authorization header.
         failure: CallFailure | None = None
         try:
-            # the SDK's own request path (auth, timeout, no retries, error mapping) with the
-            # body as built here: its per-call TypedDict transform of the parameters cost
-            # about half of the client's CPU per call and changes nothing in this body
-            raw = self._loop.call(partial(_post_raw, body=sent))
+            raw = await _post_raw(client, sent)
             text = raw.text
         except openai.APITimeoutError as exc:
             failure = (CallFailure(Outcome.TIMEOUT, f"no reply within {self.timeout_s}s")
@@ -210,7 +222,7 @@ class OpenAIProvider:
             raise CallFailure(
                 Outcome.PROVIDER_ERROR, "body is not a JSON object", status=raw.status_code
             )
-        return body
+        return self._scrubbed(parse_completion(body, self.pricing))
 
     def _scrub(self, text: str) -> str:
         return scrub_secret(text, self._secret, self._pieces)

@@ -7,12 +7,15 @@ the canonical request bytes before sending, so a retry is provably the same cell
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import canonical_bytes, digest
+
+T = TypeVar("T")
 
 REQUEST_OWNED_KEYS = frozenset(
     {"messages", "tools", "tool_choice", "model", "functions", "function_call"}
@@ -191,6 +194,30 @@ class Agent(Protocol):
 
     def respond(self, request: Request) -> Response:
         """Answer one request from a fresh context."""
+        ...
+
+
+@runtime_checkable
+class LoopAgent(Protocol):
+    """An agent that also answers as a coroutine on an event loop it owns.
+
+    The runner drives every cell of a run as a coroutine on that loop
+    (:mod:`rungbench.execute.cell_loop`) instead of on threads that each block in
+    :meth:`Agent.respond`: one thread, no handoff per call.
+    """
+
+    name: str
+
+    def respond(self, request: Request) -> Response:
+        """Answer one request from a fresh context (blocking)."""
+        ...
+
+    async def respond_async(self, request: Request) -> Response:
+        """Answer one request from a fresh context (on the agent's loop only)."""
+        ...
+
+    def drive(self, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run ``main()`` on the agent's loop, blocking until it returns; return its result."""
         ...
 
 

@@ -30,6 +30,7 @@ import heapq
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -60,9 +61,11 @@ class GroupLog:
         self._head = head
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         self._cond = threading.Condition()
-        self._waiters: list[tuple[int, int, threading.Event]] = []
-        """Heap of ``(ticket, order, event)``: each waiter is woken alone, once its batch is
+        self._waiters: list[tuple[int, int, Callable[[], object]]] = []
+        """Heap of ``(ticket, order, wake)``: each waiter is woken alone, once its batch is
         durable (not every waiter on every batch)."""
+        self._before: list[Callable[[], None]] = []
+        """What the writer must make durable before it writes the queued lines."""
         self._order = 0
         self._pending: list[bytes] = []
         self._submitted = 0
@@ -77,11 +80,16 @@ class GroupLog:
                                         daemon=True)
         self._thread.start()
 
-    def submit(self, records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    def submit(
+        self, records: list[dict[str, Any]], *, before: Callable[[], None] | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
         """Stamp ``records`` with the time, queue them, and return them with their ticket.
 
         The records reach the file in the order of their ``submit`` calls, contiguous;
-        they are durable once :meth:`wait` returns for the ticket.
+        they are durable once :meth:`wait` returns for the ticket. ``before`` is called
+        by the writer, once, before it writes the batch holding these records (what the
+        records name is made durable there, first); its error fails the log, so the
+        records are never written.
         """
         now = utc_now()
         stamped = [{**record, "t": now} for record in records]
@@ -92,6 +100,8 @@ class GroupLog:
             for record in stamped:
                 line, self._head = link(self._head, record)
                 self._pending.append(line)
+            if before is not None and before not in self._before:
+                self._before.append(before)
             self._submitted += len(stamped)
             ticket = self._submitted
             self._cond.notify()  # the writer is the one thread waiting on it
@@ -99,14 +109,29 @@ class GroupLog:
 
     def wait(self, ticket: int) -> None:
         """Block until every record up to ``ticket`` is durable; raise the writer's error."""
+        event = threading.Event()
+        if self.when_durable(ticket, event.set):
+            event.wait()
+        self.check_durable(ticket)
+
+    def when_durable(self, ticket: int, wake: Callable[[], object]) -> bool:
+        """Have the writer call ``wake()`` once every record up to ``ticket`` is durable (or
+        the log failed); return False, calling nothing, when they already are.
+
+        ``wake`` runs on the writer thread and must not block (an event loop's
+        ``call_soon_threadsafe``, an event's ``set``); the woken side then calls
+        :meth:`check_durable`.
+        """
         with self._cond:
             if self._durable >= ticket:
-                return
+                return False
             self._raise_if_failed()
-            event = threading.Event()
             self._order += 1
-            heapq.heappush(self._waiters, (ticket, self._order, event))
-        event.wait()
+            heapq.heappush(self._waiters, (ticket, self._order, wake))
+        return True
+
+    def check_durable(self, ticket: int) -> None:
+        """Raise the writer's error unless every record up to ``ticket`` is durable."""
         with self._cond:
             if self._durable < ticket:
                 self._raise_if_failed()
@@ -162,8 +187,11 @@ class GroupLog:
                 if not self._pending:  # closing, and nothing left to write
                     return
                 batch, self._pending = self._pending, []
+                before, self._before = self._before, []
                 top = self._submitted
             try:
+                for make_durable in before:
+                    make_durable()
                 view = memoryview(b"".join(batch))
                 while view:
                     view = view[os.write(self._fd, view):]
@@ -172,15 +200,15 @@ class GroupLog:
                 with self._cond:
                     self._error = exc
                     failed, self._waiters = self._waiters, []
-                for _, _, event in failed:
-                    event.set()
+                for _, _, wake in failed:
+                    wake()
                 return
             with self._cond:
                 self._durable = top
                 self.batches += 1
                 self.records += len(batch)
-                woken: list[threading.Event] = []
+                woken: list[Callable[[], object]] = []
                 while self._waiters and self._waiters[0][0] <= top:
                     woken.append(heapq.heappop(self._waiters)[2])
-            for event in woken:
-                event.set()
+            for wake in woken:
+                wake()

@@ -114,6 +114,21 @@ def _fold_final(state: CellState, event: dict[str, Any]) -> str | None:
     return None
 
 
+def response_json(response: Response) -> dict[str, Any]:
+    """Return a response as the JSON object stored in the run's object store."""
+    return {
+        "text": response.text,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in response.tool_calls],
+        "refusal": response.refusal,
+        "usage": {
+            "tokens_in": response.usage.tokens_in,
+            "tokens_out": response.usage.tokens_out,
+            "cost_usd": response.usage.cost_usd,
+        },
+        "raw": response.raw,
+    }
+
+
 def response_from_json(value: Any, *, where: str) -> Response:
     """Rebuild a stored response (:func:`response_json` output); raise naming ``where``."""
     try:

@@ -49,10 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
-from rungbench.agents.protocol import Agent, Request, Response
+from rungbench.agents.protocol import Agent, LoopAgent, Request, Response
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes
 from rungbench.evidence.store import TEMP_PREFIX, ObjectStore, fsync_dir
+from rungbench.execute.cell_loop import run_cells
 from rungbench.execute.events import (
     CHAIN,
     EventLog,
@@ -78,6 +79,7 @@ from rungbench.execute.run_log import (
     read_log,
     reduce_events,
     response_from_json,
+    response_json,
     verify_run,
 )
 from rungbench.execute.schedule import Cell, Schedule
@@ -220,9 +222,11 @@ class _Session:
             raise RuntimeError("the session's log is not open")
         return self.log
 
-    def submit(self, records: list[dict[str, Any]]) -> int:
+    def submit(
+        self, records: list[dict[str, Any]], *, before: Callable[[], None] | None = None
+    ) -> int:
         """Queue ``records`` for the log; return the ticket that waits for their durability."""
-        return self.journal.submit(records)[1]
+        return self.journal.submit(records, before=before)[1]
 
     def run_cell(self, cell: Cell, prior_attempts: int) -> None:
         """Send ``cell`` until a final outcome or this session's attempt limit; log every step.
@@ -244,16 +248,12 @@ class _Session:
     def _attempt(
         self, cell: Cell, attempt: int, *, last: bool
     ) -> tuple[CallFailure, dict[str, Any]] | None:
-        frozen = self.frozen[cell.cell_id]
-        if cell.request.digest() != frozen:
-            raise IntegrityError(f"cell {cell.cell_id!r}: request changed since it was frozen")
-        base = {"cell": cell.cell_id, "request_digest": frozen, "attempt": attempt}
-        self.journal.wait(self.submit([{"kind": "attempt", **base}]))  # durable, then send
+        base, ticket = self.begin(cell, attempt)
+        self.journal.wait(ticket)  # durable, then send
         episode: dict[str, Any] = {}
         failure: CallFailure | None = None
         with self.calls:
-            with self.lock:
-                self.sent += 1
+            self.count_sent()
             start = time.perf_counter()
             try:
                 response = self._respond(cell, base, episode)
@@ -261,27 +261,75 @@ class _Session:
                 failure = exc
             latency = time.perf_counter() - start
         if failure is not None:
-            event = {
-                "kind": "tool_event",
-                **base,
-                **_empty_usage(),
-                "latency_s": round(latency, 6),
-                "outcome": failure.outcome.value,
-                "detail": failure.detail,
-                "status": failure.status,
-                "retry_after": failure.retry_after,
-                "response": None,
-                **episode,
-            }
-            with self.lock:
-                self.pending[cell.cell_id] = failure.outcome.value
-            if last:
-                self.submit([event, unresolved_record(cell, event, attempt)])
-                self.progress()
-            else:
-                self.submit([event])
-            return failure, event
+            return self.failed(cell, base, failure, latency, episode, last=last)
         stored = self.objects.put(canonical_bytes(response_json(response)))  # durable first
+        self.answered(cell, base, response, latency, episode, stored)
+        return None
+
+    def begin(self, cell: Cell, attempt: int) -> tuple[dict[str, Any], int]:
+        """Check ``cell``'s request against its frozen digest and queue its ``attempt``
+        record; return the records' common fields and the ticket that waits for the
+        attempt's durability (which must come before the request is sent)."""
+        frozen = self.frozen[cell.cell_id]
+        if cell.request.digest() != frozen:
+            raise IntegrityError(f"cell {cell.cell_id!r}: request changed since it was frozen")
+        base = {"cell": cell.cell_id, "request_digest": frozen, "attempt": attempt}
+        return base, self.submit([{"kind": "attempt", **base}])
+
+    def count_sent(self) -> None:
+        """Count one request as sent (call it holding a call slot)."""
+        with self.lock:
+            self.sent += 1
+
+    def failed(
+        self,
+        cell: Cell,
+        base: dict[str, Any],
+        failure: CallFailure,
+        latency: float,
+        episode: dict[str, Any],
+        *,
+        last: bool,
+    ) -> tuple[CallFailure, dict[str, Any]]:
+        """Queue a failed attempt's tool_event (and, on the ``last`` attempt, the cell's
+        ``unresolved`` record); return the failure and the event."""
+        event = {
+            "kind": "tool_event",
+            **base,
+            **_empty_usage(),
+            "latency_s": round(latency, 6),
+            "outcome": failure.outcome.value,
+            "detail": failure.detail,
+            "status": failure.status,
+            "retry_after": failure.retry_after,
+            "response": None,
+            **episode,
+        }
+        with self.lock:
+            self.pending[cell.cell_id] = failure.outcome.value
+        if last:
+            self.submit([event, unresolved_record(cell, event, int(base["attempt"]))])
+            self.progress()
+        else:
+            self.submit([event])
+        return failure, event
+
+    def answered(
+        self,
+        cell: Cell,
+        base: dict[str, Any],
+        response: Response,
+        latency: float,
+        episode: dict[str, Any],
+        stored: str,
+        *,
+        before: Callable[[], None] | None = None,
+    ) -> None:
+        """Classify an answer stored as ``stored``; queue its tool_event and the final.
+
+        ``before`` (see :meth:`GroupLog.submit`) makes the stored response durable ahead of
+        the records naming it, when the store has not already done so.
+        """
         verdict = classify(cell.request, response, self.validator)
         usage = response.usage
         event = {
@@ -304,8 +352,7 @@ class _Session:
             self.tokens[0] += usage.tokens_in
             self.tokens[1] += usage.tokens_out
             self.cost += usage.cost_usd
-        self.final(cell, event, attempt, preceded_by=event)
-        return None
+        self.final(cell, event, int(base["attempt"]), preceded_by=event, before=before)
 
     def _respond(self, cell: Cell, base: dict[str, Any], episode: dict[str, Any]) -> Response:
         """One attempt's response: a single call, or a tool-use episode when a toolbox is set.
@@ -343,6 +390,7 @@ class _Session:
         *,
         preceded_by: dict[str, Any] | None = None,
         note: str | None = None,
+        before: Callable[[], None] | None = None,
     ) -> None:
         """Queue the one final record of ``cell``, taken from its deciding tool_event.
 
@@ -362,7 +410,8 @@ class _Session:
         }
         if note is not None:
             record["note"] = note
-        self.submit([preceded_by, record] if preceded_by is not None else [record])
+        self.submit([preceded_by, record] if preceded_by is not None else [record],
+                    before=before)
         with self.lock:
             self.finalized += 1
             self.outcomes[str(source["outcome"])] += 1
@@ -446,21 +495,6 @@ def unresolved_record(cell: Cell, source: dict[str, Any], attempts: int) -> dict
     }
 
 
-def response_json(response: Response) -> dict[str, Any]:
-    """Return a response as the JSON object stored in the run's object store."""
-    return {
-        "text": response.text,
-        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in response.tool_calls],
-        "refusal": response.refusal,
-        "usage": {
-            "tokens_in": response.usage.tokens_in,
-            "tokens_out": response.usage.tokens_out,
-            "cost_usd": response.usage.cost_usd,
-        },
-        "raw": response.raw,
-    }
-
-
 def execute_run(
     run_dir: Path,
     agent: Agent,
@@ -479,8 +513,10 @@ def execute_run(
     ``executor.submit(call_agent, agent, request)``, awaited by the driver); the driver
     keeps every log write, fsync, classification and final record, and never has more
     than ``concurrency`` calls outstanding, so the bound is global whatever the executor's
-    own worker count. Without one, calls run on the driver's own ``concurrency`` threads.
-    The log and the store do not depend on the executor.
+    own worker count. Without one, calls run on the driver's own ``concurrency`` threads,
+    or, for an agent that answers as a coroutine (:class:`LoopAgent`, the OpenAI-compatible
+    provider) and no ``toolbox``, as coroutines on the agent's loop
+    (:mod:`rungbench.execute.cell_loop`). The log and the store depend on neither.
 
     With ``toolbox``, every attempt is a tool-use episode (:mod:`rungbench.execute.tools`):
     each executed tool call is a ``tool_call`` record and the attempt's tool_event sums the
@@ -578,7 +614,10 @@ def _execute(
         del states
         if max_cells is not None:
             todo = todo[:max_cells]
-        _run_pool(session, todo, concurrency)
+        if executor is None and toolbox is None and isinstance(agent, LoopAgent):
+            run_cells(session, agent, todo, concurrency)
+        else:
+            _run_pool(session, todo, concurrency)
     unresolved = Counter(session.pending.values())
     return RunSummary(
         run_id=str(manifest["run_id"]),
