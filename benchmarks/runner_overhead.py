@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import resource
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -88,14 +90,29 @@ def _rss_bytes() -> int:
         return int(fh.read().split()[1]) * 4096
 
 
-def measure(cells: int, concurrency: int, latency_s: float, workdir: Path) -> dict[str, float]:
-    """Return cells/s and the resident-set growth of one fresh run of ``cells`` puzzle cells."""
+@contextlib.contextmanager
+def _server(cells: int, latency_s: float, served: list[float]) -> Iterator[str]:
+    """The loopback server in a child process, for the block; yields its base URL and, on
+    leaving, appends the CPU seconds it spent serving to ``served`` (NaN if it did not
+    say)."""
     ctx = multiprocessing.get_context("spawn")
     here, there = ctx.Pipe()
     child = ctx.Process(target=_serve, args=(cells, latency_s, there), daemon=True)
     child.start()
     try:
-        base_url = here.recv()
+        yield here.recv()
+    finally:
+        here.send("stop")
+        served.append(here.recv() if here.poll(10) else float("nan"))
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+
+
+def measure(cells: int, concurrency: int, latency_s: float, workdir: Path) -> dict[str, float]:
+    """Return cells/s and the resident-set growth of one fresh run of ``cells`` puzzle cells."""
+    served: list[float] = []
+    with _server(cells, latency_s, served) as base_url:
         schedule = _schedule(cells)
         provider = OpenAIProvider("loopback", base_url=base_url, api_key_env="K",
                                   environ={"K": KEY})
@@ -107,16 +124,10 @@ def measure(cells: int, concurrency: int, latency_s: float, workdir: Path) -> di
                               concurrency=concurrency)
         cpu, grown = _cpu_s() - cpu, _rss_bytes() - before
         provider.close()
-    finally:
-        here.send("stop")
-        served = here.recv() if here.poll(10) else float("nan")
-        child.join(10)
-        if child.is_alive():
-            child.kill()
     if not verify_run(run_dir, validate_move).ok or summary.outcomes != {"answered": cells}:
         raise SystemExit(f"run incomplete: {summary.outcomes}")
     return {"rate": summary.cells_per_s, "rss": float(grown), "cpu": cpu / cells,
-            "server_cpu": served / cells}
+            "server_cpu": served[0] / cells}
 
 
 def measure_bare(cells: int, concurrency: int, latency_s: float,
@@ -125,13 +136,10 @@ def measure_bare(cells: int, concurrency: int, latency_s: float,
     coroutine under a bound of ``concurrency`` calls, no runner (no log, store or
     classification). The ceiling of the rows above on this host."""
     del workdir
-    ctx = multiprocessing.get_context("spawn")
-    here, there = ctx.Pipe()
-    child = ctx.Process(target=_serve, args=(cells, latency_s, there), daemon=True)
-    child.start()
-    try:
+    served: list[float] = []
+    with _server(cells, latency_s, served) as base_url:
         requests = [c.request for c in _schedule(cells)]
-        provider = OpenAIProvider("loopback", base_url=here.recv(), api_key_env="K",
+        provider = OpenAIProvider("loopback", base_url=base_url, api_key_env="K",
                                   environ={"K": KEY})
 
         async def main() -> float:
@@ -149,13 +157,8 @@ def measure_bare(cells: int, concurrency: int, latency_s: float,
         elapsed = provider.drive(main)
         cpu = _cpu_s() - cpu
         provider.close()
-    finally:
-        here.send("stop")
-        served = here.recv() if here.poll(10) else float("nan")
-        child.join(10)
-        if child.is_alive():
-            child.kill()
-    return {"rate": cells / elapsed, "rss": 0.0, "cpu": cpu / cells, "server_cpu": served / cells}
+    return {"rate": cells / elapsed, "rss": 0.0, "cpu": cpu / cells,
+            "server_cpu": served[0] / cells}
 
 
 class _Sleeper:

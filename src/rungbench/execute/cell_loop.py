@@ -12,8 +12,8 @@ handoff at all; what waits for the disk stays off the loop:
   its request is sent, exactly as on the thread path;
 * a response is written to a temp file on the loop and made durable by the log writer,
   once per batch, before it writes the records naming it
-  (:class:`~rungbench.execute.object_batch.BatchedObjects`), so no durable record names
-  an object a crash lost.
+  (:class:`~rungbench.execute.object_batch.BatchedObjects`, as on the thread path), so no
+  durable record names an object a crash lost.
 
 The log's records and bytes are those of the thread path: the same
 :class:`~rungbench.execute.runner._Session` methods build and queue them.
@@ -29,7 +29,6 @@ from rungbench.agents.outcomes import CallFailure
 from rungbench.agents.protocol import LoopAgent
 from rungbench.evidence.canonical import canonical_bytes
 from rungbench.execute.journal import GroupLog
-from rungbench.execute.object_batch import BatchedObjects
 from rungbench.execute.run_log import response_json
 from rungbench.execute.schedule import Cell
 
@@ -60,8 +59,6 @@ def run_cells(session: _Session, agent: LoopAgent, todo: list[tuple[Cell, int]],
     first error stops the others taking new cells; cells already started are finished,
     then it is raised.
     """
-    objects = BatchedObjects(session.store)
-
     async def main() -> None:
         calls = asyncio.Semaphore(concurrency)
         feed = iter(todo)
@@ -73,7 +70,7 @@ def run_cells(session: _Session, agent: LoopAgent, todo: list[tuple[Cell, int]],
                 if item is None:
                     return
                 try:
-                    await _run_cell(session, agent, objects, calls, *item)
+                    await _run_cell(session, agent, calls, *item)
                 except Exception as exc:  # re-raised below, after the others finish
                     errors.append(exc)
                     return
@@ -85,8 +82,8 @@ def run_cells(session: _Session, agent: LoopAgent, todo: list[tuple[Cell, int]],
     agent.drive(main)
 
 
-async def _run_cell(session: _Session, agent: LoopAgent, objects: BatchedObjects,
-                    calls: asyncio.Semaphore, cell: Cell, prior_attempts: int) -> None:
+async def _run_cell(session: _Session, agent: LoopAgent, calls: asyncio.Semaphore, cell: Cell,
+                    prior_attempts: int) -> None:
     """:meth:`_Session.run_cell` on the loop."""
     attempt, retry_after = prior_attempts, None
     while True:
@@ -94,16 +91,15 @@ async def _run_cell(session: _Session, agent: LoopAgent, objects: BatchedObjects
         if attempt > prior_attempts + 1:
             wait = session.policy.wait_before(attempt - prior_attempts, retry_after)
             await asyncio.to_thread(session.sleep, wait)  # the session's (injectable) sleep
-        failure = await _attempt(session, agent, objects, calls, cell, attempt,
+        failure = await _attempt(session, agent, calls, cell, attempt,
                                  last=attempt - prior_attempts >= session.policy.max_attempts)
         if failure is None or attempt - prior_attempts >= session.policy.max_attempts:
             return
         retry_after = failure.retry_after
 
 
-async def _attempt(session: _Session, agent: LoopAgent, objects: BatchedObjects,
-                   calls: asyncio.Semaphore, cell: Cell, attempt: int, *,
-                   last: bool) -> CallFailure | None:
+async def _attempt(session: _Session, agent: LoopAgent, calls: asyncio.Semaphore, cell: Cell,
+                   attempt: int, *, last: bool) -> CallFailure | None:
     """:meth:`_Session._attempt` on the loop; return the failure, or None once final."""
     base, ticket = session.begin(cell, attempt)
     await durable(session.journal, ticket)  # durable, then send
@@ -120,6 +116,7 @@ async def _attempt(session: _Session, agent: LoopAgent, objects: BatchedObjects,
     if failure is not None:
         session.failed(cell, base, failure, latency, episode, last=last)
         return failure
-    stored = objects.put(canonical_bytes(response_json(response)))
-    session.answered(cell, base, response, latency, episode, stored, before=objects.flush)
+    stored = session.objects.put(canonical_bytes(response_json(response)))
+    session.answered(cell, base, response, latency, episode, stored,
+                     before=session.objects.flush)
     return None

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import threading
 import time
 from collections import Counter
@@ -51,14 +50,15 @@ from typing import Any
 from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
 from rungbench.agents.protocol import Agent, LoopAgent, Request, Response
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
-from rungbench.evidence.canonical import bytes_digest, canonical_bytes
-from rungbench.evidence.store import TEMP_PREFIX, ObjectStore, fsync_dir
+from rungbench.evidence.canonical import canonical_bytes
+from rungbench.evidence.store import ObjectStore
 from rungbench.execute.cell_loop import run_cells
 from rungbench.execute.events import (
     CHAIN,
     EventLog,
 )
 from rungbench.execute.journal import GroupLog
+from rungbench.execute.object_batch import BatchedObjects
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.run_dir import (
     EVENTS,
@@ -160,9 +160,11 @@ class _Session:
       unrecorded call. A worker therefore waits for its attempt's batch before it takes a
       call slot. An attempt durable but not yet sent when the process dies is closed the
       same way: an attempt record means "may have left", never "did not leave".
-    * The stored response (its file fsynced and renamed, its folder fsynced, by
-      :meth:`ObjectStore.put_json` in the worker) before the ``tool_event`` naming it is
-      submitted, so no durable event names an object a crash lost.
+    * The stored response before the ``tool_event`` naming it: the worker writes it to a
+      temp file and the log writer makes it durable and renames it into place before it
+      writes that batch (:class:`~rungbench.execute.object_batch.BatchedObjects`, passed
+      as ``before``), so no durable event names an object a crash lost. A tool episode's
+      objects are put durably by :meth:`ObjectStore.put_json` in the worker.
     * Nothing waits for a ``tool_event``, ``unresolved`` or ``final``: a lost final whose
       tool_event survived is restored from it on resume (never re-sent); a lost tool_event
       leaves the attempt open, so the cell is retried as ``interrupted``, which is right
@@ -195,7 +197,8 @@ class _Session:
         self.toolbox = toolbox
         self.log: GroupLog | None = None
         self.store = ObjectStore(run_dir)
-        self.objects = _ResponseWriter(self.store)
+        self.objects = BatchedObjects(self.store)
+        """Stored responses, made durable by the log writer before the records naming them."""
         self.agent: Agent = agent if executor is None else _Dispatched(agent, executor)
         self.policy = policy
         self.validator = validator
@@ -262,8 +265,8 @@ class _Session:
             latency = time.perf_counter() - start
         if failure is not None:
             return self.failed(cell, base, failure, latency, episode, last=last)
-        stored = self.objects.put(canonical_bytes(response_json(response)))  # durable first
-        self.answered(cell, base, response, latency, episode, stored)
+        stored = self.objects.put(canonical_bytes(response_json(response)))
+        self.answered(cell, base, response, latency, episode, stored, before=self.objects.flush)
         return None
 
     def begin(self, cell: Cell, attempt: int) -> tuple[dict[str, Any], int]:
@@ -417,48 +420,6 @@ class _Session:
             self.outcomes[str(source["outcome"])] += 1
             self.pending.pop(cell.cell_id, None)
         self.progress()
-
-
-class _ResponseWriter:
-    """Durable puts into a run's object store with few system calls (the runner's hot path).
-
-    The same files as :meth:`ObjectStore.put_bytes` (``objects/sha256/<2>/<62>``, mode
-    0444, written through a temp file that is fsynced and renamed, the folder fsynced), but
-    without its checks of every parent folder on every put: a shard folder is made once per
-    session, and a present object is replaced by the same bytes rather than read back. Any
-    OS error falls back to :meth:`ObjectStore.put_bytes`, which names what is wrong.
-    Workers call it concurrently: the file systems' journals merge their fsyncs.
-    """
-
-    def __init__(self, store: ObjectStore) -> None:
-        self.store = store
-        self.made: set[str] = set()
-
-    def put(self, data: bytes) -> str:
-        """Store ``data`` durably; return its digest."""
-        name = bytes_digest(data)
-        hexpart = name[len("sha256:"):]
-        folder = str(self.store.objects / hexpart[:2])
-        temp = f"{folder}/{TEMP_PREFIX}{hexpart[2:18]}-{threading.get_ident()}"
-        try:
-            if folder not in self.made:
-                os.makedirs(folder, exist_ok=True)
-                self.made.add(folder)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, f"{folder}/{hexpart[2:]}")
-            fsync_dir(folder)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            return self.store.put_bytes(data)
-        return name
 
 
 def call_agent(agent: Agent, request: Request) -> Response:
