@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rungbench.agents.outcomes import CallFailure
 from rungbench.agents.protocol import LoopAgent
@@ -103,7 +103,6 @@ async def _attempt(session: _Session, agent: LoopAgent, calls: asyncio.Semaphore
     """:meth:`_Session._attempt` on the loop; return the failure, or None once final."""
     base, ticket = session.begin(cell, attempt)
     await durable(session.journal, ticket)  # durable, then send
-    episode: dict[str, Any] = {}
     failure: CallFailure | None = None
     async with calls:
         session.count_sent()
@@ -114,9 +113,8 @@ async def _attempt(session: _Session, agent: LoopAgent, calls: asyncio.Semaphore
             failure = exc
         latency = time.perf_counter() - start
     if failure is not None:
-        session.failed(cell, base, failure, latency, episode, last=last)
+        session.failed(cell, base, failure, latency, {}, last=last)
         return failure
     stored = session.objects.put(canonical_bytes(response_json(response)))
-    session.answered(cell, base, response, latency, episode, stored,
-                     before=session.objects.flush)
+    session.answered(cell, base, response, latency, {}, stored)
     return None

@@ -1,8 +1,9 @@
 """Response objects made durable once per log batch, not once per response.
 
 The runner's event-loop path (:mod:`rungbench.execute.cell_loop`) must not wait for the
-disk on its one thread, and two fsyncs per response (the file, then its folder) are most
-of the system time of a cell. :class:`BatchedObjects` splits a durable put in two:
+disk on its one thread, and on both of the runner's paths two fsyncs per response (the
+file, then its folder) were most of the system time of a cell. :class:`BatchedObjects`
+splits a durable put in two:
 
 * :meth:`BatchedObjects.put` (the caller's thread) writes the bytes to a fresh temp file
   in the object's shard folder and queues it; nothing waits for the disk;
@@ -10,7 +11,7 @@ of the system time of a cell. :class:`BatchedObjects` splits a durable put in tw
   before it writes the batch holding the records that name these objects) makes every
   queued temp file durable, renames each into place and makes the renames durable.
 
-So no durable record names an object a crash lost (the rule of the thread path), and a
+So no durable record names an object a crash lost (the runner's rule), and a
 crash before a flush leaves only temp files, which no reader takes for objects
 (:meth:`~rungbench.evidence.store.ObjectStore.temp_files` lists them). A name in the
 store is never a half-written object: files are renamed only after their bytes are on
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -78,7 +80,8 @@ class BatchedObjects:
         self._lock = threading.Lock()
         self._queued: list[tuple[str, str, str]] = []
         """``(temp path, final path, folder)`` written but not yet durable."""
-        self._count = 0
+        self._numbers = itertools.count(1)
+        """Numbers the temp files (``next`` on it is atomic under the interpreter lock)."""
         self.flushes = 0
         """Flushes that made at least one object durable."""
 
@@ -91,9 +94,7 @@ class BatchedObjects:
         name = bytes_digest(data)
         hexpart = name[len("sha256:"):]
         folder = f"{self.store.objects}/{hexpart[:2]}"
-        with self._lock:
-            self._count += 1
-            temp = f"{folder}/{TEMP_PREFIX}{hexpart[2:18]}-{os.getpid()}-{self._count}"
+        temp = f"{folder}/{TEMP_PREFIX}{hexpart[2:18]}-{os.getpid()}-{next(self._numbers)}"
         try:
             if folder not in self._made:
                 os.makedirs(folder, exist_ok=True)

@@ -266,7 +266,7 @@ class _Session:
         if failure is not None:
             return self.failed(cell, base, failure, latency, episode, last=last)
         stored = self.objects.put(canonical_bytes(response_json(response)))
-        self.answered(cell, base, response, latency, episode, stored, before=self.objects.flush)
+        self.answered(cell, base, response, latency, episode, stored)
         return None
 
     def begin(self, cell: Cell, attempt: int) -> tuple[dict[str, Any], int]:
@@ -325,14 +325,9 @@ class _Session:
         latency: float,
         episode: dict[str, Any],
         stored: str,
-        *,
-        before: Callable[[], None] | None = None,
     ) -> None:
-        """Classify an answer stored as ``stored``; queue its tool_event and the final.
-
-        ``before`` (see :meth:`GroupLog.submit`) makes the stored response durable ahead of
-        the records naming it, when the store has not already done so.
-        """
+        """Classify an answer stored as ``stored`` (by :attr:`objects`); queue its tool_event
+        and the final, written only once :attr:`objects` has made the answer durable."""
         verdict = classify(cell.request, response, self.validator)
         usage = response.usage
         event = {
@@ -355,7 +350,8 @@ class _Session:
             self.tokens[0] += usage.tokens_in
             self.tokens[1] += usage.tokens_out
             self.cost += usage.cost_usd
-        self.final(cell, event, int(base["attempt"]), preceded_by=event, before=before)
+        self.final(cell, event, int(base["attempt"]), preceded_by=event,
+                   before=self.objects.flush)
 
     def _respond(self, cell: Cell, base: dict[str, Any], episode: dict[str, Any]) -> Response:
         """One attempt's response: a single call, or a tool-use episode when a toolbox is set.
