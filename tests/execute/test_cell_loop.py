@@ -144,17 +144,17 @@ def test_loop_path_refuses_a_request_changed_since_it_was_frozen(
 
 
 @pytest.mark.parametrize("use_syncfs", [True, False])
-def test_batched_objects_are_temp_files_until_flushed(tmp_path: Path, use_syncfs: bool) -> None:
-    """Before a flush a put leaves only a temp file (no reader takes it for an object); after
-    it, the object is in place with its bytes and mode 0444, under syncfs and under
-    per-file fsyncs alike, and a second flush has nothing to do."""
+def test_batched_objects_reach_the_disk_only_in_a_flush(tmp_path: Path, use_syncfs: bool) -> None:
+    """Before a flush a put leaves nothing on disk (not even a temp file); after it, each
+    object is in place once with its bytes and mode 0444 and no temp file is left, under
+    syncfs and under per-file fsyncs alike, and a second flush has nothing to do."""
     from rungbench.evidence.store import ObjectStore
 
     store = ObjectStore(tmp_path / "run")
     batch = BatchedObjects(store, use_syncfs=use_syncfs)
     names = [batch.put(b'{"n":%d}' % i) for i in range(5)] + [batch.put(b'{"n":0}')]
-    assert store.verify() == [] and len(store.temp_files()) == 6
-    assert not any(store.has(name) for name in names)
+    assert store.verify() == [] and store.temp_files() == []
+    assert not any(store.has(name) for name in names) and names[0] == names[-1]
     batch.flush()
     assert store.temp_files() == [] and store.verify() == []
     assert all(store.get_bytes(name) == b'{"n":%d}' % (i % 5) for i, name in enumerate(names))

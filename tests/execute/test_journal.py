@@ -18,10 +18,23 @@ def _opened(tmp_path: Path) -> tuple[Path, str]:
     return path, str(read_events(path)[-1]["chain"])
 
 
-def test_link_is_byte_identical_to_chained_lines() -> None:
-    """One record linked by the journal has exactly the bytes and head chained_lines gives."""
-    record = {"kind": "attempt", "cell": "c1", "attempt": 1, "x": [1.5, None, "é"]}
+@pytest.mark.parametrize("record", [
+    {"kind": "attempt", "cell": "c1", "attempt": 1, "x": [1.5, None, "é"]},
+    {"kind": "x", "t": "now"},  # every key after "chain": its member comes first
+    {"a": 1, "b": {"chain": "nested", "z": "\u2603"}},  # every key before: it comes last
+    {"arguments": {"chain": "sha256:" + "0" * 64}, "attempt": 2, "detail": '"chain":"x"'},
+    {},
+])
+def test_link_is_byte_identical_to_chained_lines(record: dict[str, object]) -> None:
+    """One record linked by the journal has exactly the bytes and head chained_lines gives,
+    wherever the chain member falls among the keys (and whatever nested values hold)."""
     assert link("sha256:" + "0" * 64, record) == chained_lines([record], "sha256:" + "0" * 64)
+
+
+def test_link_refuses_a_record_that_already_carries_a_chain() -> None:
+    """A record with its own chain field is an error, not silently relinked."""
+    with pytest.raises(ValueError, match="chain"):
+        link("sha256:" + "0" * 64, {"kind": "x", "chain": "sha256:" + "1" * 64})
 
 
 def test_concurrent_submitters_share_fsyncs_and_the_log_verifies(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ handoff at all; what waits for the disk stays off the loop:
 
 * an ``attempt`` is awaited durable (:meth:`GroupLog.when_durable` wakes the loop) before
   its request is sent, exactly as on the thread path;
-* a response is written to a temp file on the loop and made durable by the log writer,
-  once per batch, before it writes the records naming it
+* a response's bytes are queued on the loop and written and made durable by the log
+  writer, once per batch, before it writes the records naming it
   (:class:`~rungbench.execute.object_batch.BatchedObjects`, as on the thread path), so no
   durable record names an object a crash lost.
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -43,13 +42,26 @@ def link(previous: str, record: dict[str, Any]) -> tuple[bytes, str]:
     """Return ``record``'s chained line after ``previous`` and its ``chain`` value.
 
     Byte-identical to :func:`~rungbench.execute.events.chained_lines` for one record, with
-    one validation instead of two: the record is checked and encoded once without its
-    link, and encoded again with it (the added field is a plain string).
+    one validation and one encoding of the record instead of two of each: the chain value
+    is the digest of the record's canonical bytes, and the line is those bytes with the
+    ``"chain":"<value>"`` member spliced in where sorted keys put it. Canonical JSON of an
+    object is its members in key order, each encoded on its own, so the splice point is
+    the end of the members whose keys sort before ``chain`` (encoded alone to find it:
+    short, the run's records have one or two of them).
     """
-    head = bytes_digest(previous.encode("ascii") + canonical_bytes(record))
-    text = json.dumps({**record, CHAIN: head}, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False, allow_nan=False)
-    return text.encode("utf-8") + b"\n", head
+    if CHAIN in record:
+        raise ValueError(f"record already carries a {CHAIN!r} field")
+    body = canonical_bytes(record)
+    head = bytes_digest(previous.encode("ascii") + body)
+    member = b'"' + CHAIN.encode("ascii") + b'":"' + head.encode("ascii") + b'"'
+    left = {key: value for key, value in record.items() if key < CHAIN}
+    if not left:  # the chain member comes first
+        rest = body[1:]
+        return b"{" + member + (b"," if rest != b"}" else b"") + rest + b"\n", head
+    cut = len(canonical_bytes(left)) - 1  # '{' and the members before the chain's
+    if len(left) == len(record):  # it comes last
+        return body[:cut] + b"," + member + b"}\n", head
+    return body[:cut] + b"," + member + b"," + body[cut + 1:] + b"\n", head
 
 
 class GroupLog:

@@ -5,17 +5,20 @@ disk on its one thread, and on both of the runner's paths two fsyncs per respons
 file, then its folder) were most of the system time of a cell. :class:`BatchedObjects`
 splits a durable put in two:
 
-* :meth:`BatchedObjects.put` (the caller's thread) writes the bytes to a fresh temp file
-  in the object's shard folder and queues it; nothing waits for the disk;
+* :meth:`BatchedObjects.put` (the caller's thread) takes the object's digest and queues
+  its bytes in memory; nothing touches the disk;
 * :meth:`BatchedObjects.flush` (the log writer, through ``GroupLog.submit(before=...)``,
-  before it writes the batch holding the records that name these objects) makes every
-  queued temp file durable, renames each into place and makes the renames durable.
+  before it writes the batch holding the records that name these objects) writes each
+  queued object to a fresh temp file in its shard folder, makes them all durable, renames
+  each into place and makes the renames durable.
 
-So no durable record names an object a crash lost (the runner's rule), and a
-crash before a flush leaves only temp files, which no reader takes for objects
+So no durable record names an object a crash lost (the runner's rule), the caller's
+thread (the runner's event loop) makes no system call for an object, and a crash during
+a flush leaves only temp files, which no reader takes for objects
 (:meth:`~rungbench.evidence.store.ObjectStore.temp_files` lists them). A name in the
 store is never a half-written object: files are renamed only after their bytes are on
-disk.
+disk. What is queued is held until the next batch (the records naming it are in that
+batch), so memory is bounded by what one batch names.
 
 Durable means ``syncfs(2)`` of the store's file system, one call for every file of the
 batch, where the C library has it (Linux); elsewhere each temp file is fsynced and each
@@ -25,14 +28,13 @@ so the records are never written.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import itertools
 import os
 import threading
 from collections.abc import Callable
 
-from rungbench.evidence.canonical import bytes_digest
+from rungbench.evidence.canonical import DIGEST_PREFIX, bytes_digest
 from rungbench.evidence.store import TEMP_PREFIX, ObjectStore, fsync_dir
 
 
@@ -78,63 +80,60 @@ class BatchedObjects:
             raise ValueError("syncfs is not available on this system")
         self._made: set[str] = set()
         self._lock = threading.Lock()
-        self._queued: list[tuple[str, str, str]] = []
-        """``(temp path, final path, folder)`` written but not yet durable."""
+        self._queued: dict[str, bytes] = {}
+        """Digest -> bytes, put but not yet written (one entry however often it is put)."""
         self._numbers = itertools.count(1)
-        """Numbers the temp files (``next`` on it is atomic under the interpreter lock)."""
+        """Numbers the temp files."""
         self.flushes = 0
         """Flushes that made at least one object durable."""
 
     def put(self, data: bytes) -> str:
-        """Write ``data`` to a temp file and queue it for :meth:`flush`; return its digest.
-
-        Falls back to :meth:`ObjectStore.put_bytes` (durable at once, and naming what is
-        wrong) on any OS error.
-        """
+        """Queue ``data`` for :meth:`flush` and return its digest (no system call)."""
         name = bytes_digest(data)
-        hexpart = name[len("sha256:"):]
-        folder = f"{self.store.objects}/{hexpart[:2]}"
-        temp = f"{folder}/{TEMP_PREFIX}{hexpart[2:18]}-{os.getpid()}-{next(self._numbers)}"
-        try:
-            if folder not in self._made:
-                os.makedirs(folder, exist_ok=True)
-                self._made.add(folder)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            finally:
-                os.close(fd)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            return self.store.put_bytes(data)
         with self._lock:
-            self._queued.append((temp, f"{folder}/{hexpart[2:]}", folder))
+            self._queued[name] = data
         return name
 
     def flush(self) -> None:
         """Make every queued object durable under its name (raises the first OS error)."""
         with self._lock:
-            batch, self._queued = self._queued, []
+            batch, self._queued = self._queued, {}
         if not batch:
             return
+        written = [self._write(name, data) for name, data in batch.items()]
         root = str(self.store.objects)
         if self.use_syncfs:
             sync_file_system(root)
         else:
-            for temp, _, _ in batch:
+            for temp, _, _ in written:
                 fd = os.open(temp, os.O_RDONLY)
                 try:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-        for temp, final, _ in batch:
+        for temp, final, _ in written:
             os.replace(temp, final)
         if self.use_syncfs:
             sync_file_system(root)
         else:
-            for folder in sorted({folder for _, _, folder in batch}):
+            for folder in sorted({folder for _, _, folder in written}):
                 fsync_dir(folder)
         self.flushes += 1
+
+    def _write(self, name: str, data: bytes) -> tuple[str, str, str]:
+        """Write ``data`` to a fresh temp file beside its final place (not yet durable);
+        return ``(temp path, final path, folder)``."""
+        hexpart = name[len(DIGEST_PREFIX):]
+        folder = f"{self.store.objects}/{hexpart[:2]}"
+        temp = f"{folder}/{TEMP_PREFIX}{hexpart[2:18]}-{os.getpid()}-{next(self._numbers)}"
+        if folder not in self._made:
+            os.makedirs(folder, exist_ok=True)
+            self._made.add(folder)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        return temp, f"{folder}/{hexpart[2:]}", folder

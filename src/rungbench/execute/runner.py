@@ -160,9 +160,9 @@ class _Session:
       unrecorded call. A worker therefore waits for its attempt's batch before it takes a
       call slot. An attempt durable but not yet sent when the process dies is closed the
       same way: an attempt record means "may have left", never "did not leave".
-    * The stored response before the ``tool_event`` naming it: the worker writes it to a
-      temp file and the log writer makes it durable and renames it into place before it
-      writes that batch (:class:`~rungbench.execute.object_batch.BatchedObjects`, passed
+    * The stored response before the ``tool_event`` naming it: the worker queues its bytes
+      and the log writer writes them, makes them durable and renames them into place before
+      it writes that batch (:class:`~rungbench.execute.object_batch.BatchedObjects`, passed
       as ``before``), so no durable event names an object a crash lost. A tool episode's
       objects are put durably by :meth:`ObjectStore.put_json` in the worker.
     * Nothing waits for a ``tool_event``, ``unresolved`` or ``final``: a lost final whose
