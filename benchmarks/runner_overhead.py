@@ -109,13 +109,15 @@ def _server(cells: int, latency_s: float, served: list[float]) -> Iterator[str]:
             child.kill()
 
 
-def measure(cells: int, concurrency: int, latency_s: float, workdir: Path) -> dict[str, float]:
-    """Return cells/s and the resident-set growth of one fresh run of ``cells`` puzzle cells."""
+def measure(cells: int, concurrency: int, latency_s: float, workdir: Path,
+            processes: int = 0) -> dict[str, float]:
+    """Return cells/s and the resident-set growth of one fresh run of ``cells`` puzzle cells
+    (the provider's calls sent by ``processes`` helper processes; 0: in the runner's)."""
     served: list[float] = []
     with _server(cells, latency_s, served) as base_url:
         schedule = _schedule(cells)
         provider = OpenAIProvider("loopback", base_url=base_url, api_key_env="K",
-                                  environ={"K": KEY})
+                                  environ={"K": KEY}, client_processes=processes)
         run_dir = create_run(workdir / f"c{concurrency}-l{latency_s}-n{cells}", schedule,
                              describe_agent(provider), policy=RetryPolicy(max_attempts=1))
         del schedule

@@ -161,6 +161,25 @@ def test_command_runs_and_prints_one_json_document(tmp_path: Path) -> None:
     assert verify_run(Path(summary["run_dir"])).ok
 
 
+def test_a_model_run_through_helper_processes_completes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --model ... --client-processes 2` against the loopback server: every cell final
+    and answered, the run verifies, one JSON document."""
+    from rungbench.chess.reference_agents import RandomMover, fen_metadata, validate_move
+
+    monkeypatch.setenv("RB_HELPER_KEY", KEY)
+    with LoopbackServer(RandomMover(seed=1), api_key=KEY, metadata_fn=fen_metadata) as server:
+        result = CliRunner().invoke(_app(), [
+            str(PUZZLES), "--model", "openai:loopback", "--base-url", server.base_url,
+            "--api-key-env", "RB_HELPER_KEY", "--client-processes", "2", "--limit", "8",
+            "--concurrency", "4", "--max-attempts", "1", "--json", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["complete"] and summary["outcomes"] == {"answered": 8}
+    assert verify_run(Path(summary["run_dir"]), validate_move).ok
+    assert KEY not in result.output
+
+
 def test_cli_import_leaves_the_sdk_and_the_domains_unloaded() -> None:
     """Importing the CLI (``rungbench --version``) loads neither openai nor the causal library."""
     import subprocess
@@ -222,6 +241,9 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                               "best.csv:2: best move 'e5e3' is not legal"),
         "unknown run to resume": (["--resume", "no-such-run", "--agent", "reference:random"],
                                   "no run 'no-such-run'"),
+        "helpers for a reference agent": ([puzzles, "--agent", "reference:random",
+                                           "--client-processes", "1"],
+                                          "--client-processes applies to --model only"),
     }
 
 
@@ -388,6 +410,8 @@ def test_param_owned_by_the_frozen_request_is_a_usage_error(tmp_path: Path, key:
     (["--timeout", "0"], "--timeout"),
     (["--timeout", "nan"], "--timeout"),
     (["--usd-per-mtok-in", "nan"], "--usd-per-mtok-in"),
+    (["--client-processes", "-1"], "--client-processes"),
+    (["--client-processes", "17"], "--client-processes"),
 ])
 def test_coerced_options_are_usage_errors(tmp_path: Path, args: list[str], option: str) -> None:
     """A non-HTTP base URL, bad backoff, non-positive timeout or NaN price exits 2 naming it."""

@@ -9,7 +9,9 @@ The blocking :meth:`OpenAIProvider.respond` is served by the SDK's asynchronous 
 aiohttp when it is installed (``openai.DefaultAioHttpClient``; the SDK's httpx transport
 otherwise) with one connection per call in flight, kept alive and reused: the runner's
 many threads then share one client and one pool, and the HTTP work of every call in
-flight runs in one thread instead of competing for the interpreter lock.
+flight runs in one thread instead of competing for the interpreter lock. With
+``client_processes=N`` the calls are sent by ``N`` helper processes running this same
+provider (:mod:`.client_process`), so the SDK's work leaves the caller's interpreter lock.
 
 The API key is read from an environment variable whose *name* is configured;
 the key itself is held only by the SDK client and is scrubbed from every
@@ -41,6 +43,7 @@ except ImportError:  # pragma: no cover - depends on the installed openai major 
     from httpx import Limits  # type: ignore[assignment]
     from httpx import Response as RAW_RESPONSE  # type: ignore[assignment]
 
+from rungbench.agents.client_process import ClientPool, ClientSpec
 from rungbench.agents.loop_thread import LoopThread
 from rungbench.agents.outcomes import CallFailure, Outcome
 from rungbench.agents.protocol import (
@@ -61,6 +64,8 @@ BODY_LIMIT = 200
 REDACTED = "[redacted]"
 MIN_PIECE = 8
 """Any run of this many characters of the key (or of its base64) is scrubbed."""
+MAX_CLIENT_PROCESSES = 16
+"""The most helper processes a provider may send through."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,7 @@ class OpenAIProvider:
         params: dict[str, Any] | None = None,
         pricing: Pricing | None = None,
         environ: dict[str, str] | None = None,
+        client_processes: int = 0,
     ) -> None:
         env = os.environ if environ is None else environ
         key = env.get(api_key_env)
@@ -108,6 +114,10 @@ class OpenAIProvider:
         problem = base_url_problem(base_url)
         if problem is not None:
             raise InputError(f"base URL {problem}", field="base_url")
+        if isinstance(client_processes, bool) or not isinstance(client_processes, int) or not (
+                0 <= client_processes <= MAX_CLIENT_PROCESSES):
+            raise InputError(f"client processes must be an integer in 0..{MAX_CLIENT_PROCESSES},"
+                             f" got {client_processes!r}", field="client_processes")
         for name in params or {}:
             problem = owned_key_problem(name)
             if problem is not None:
@@ -121,8 +131,14 @@ class OpenAIProvider:
         self.pricing = pricing or Pricing()
         self._secret = key
         self._pieces = secret_pieces(key)
-        self._loop = LoopThread(partial(async_client, key, base_url, timeout_s), _close_client,
-                                name="rungbench-openai")
+        self.client_processes = client_processes
+        """Helper processes sending the calls (0: this process, on its loop thread); an
+        execution setting, not part of the provider's identity (:meth:`describe`)."""
+        make: Callable[[], Any] = partial(async_client, key, base_url, timeout_s)
+        if client_processes:
+            spec = ClientSpec(model, base_url, key, timeout_s, self.params, self.pricing)
+            make = partial(ClientPool, spec, client_processes)
+        self._loop = LoopThread(make, _close_resource, name="rungbench-openai")
         weakref.finalize(self, self._loop.close)  # an unclosed provider stops its loop too
 
     def __repr__(self) -> str:
@@ -154,14 +170,26 @@ class OpenAIProvider:
         opens them again)."""
         self._loop.close()
 
+    def client_pids(self) -> list[int]:
+        """Process ids of the helper processes sending the calls (empty without any, or
+        before the first call starts them)."""
+        if not self.client_processes:
+            return []
+        return self._loop.call(_helper_pids)
+
     def respond(self, request: Request) -> Response:
         """Send ``request`` once (no SDK retries) and return the parsed answer."""
-        return self._loop.call(partial(self._exchange, request=request))
+        return self._loop.call(partial(self._send, request=request))
 
     async def respond_async(self, request: Request) -> Response:
         """:meth:`respond` as a coroutine, for code running on the provider's loop (a
         runner driven by :meth:`drive`)."""
-        return await self._exchange(self._loop.resource(), request)
+        return await self._send(self._loop.resource(), request)
+
+    async def _send(self, resource: openai.AsyncOpenAI | ClientPool, request: Request) -> Response:
+        if isinstance(resource, ClientPool):  # a helper process runs _exchange
+            return await resource.respond(request)
+        return await self._exchange(resource, request)
 
     def drive(self, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """Run ``main()`` on the provider's loop thread (where :meth:`respond_async` may be
@@ -291,8 +319,12 @@ async def _post_raw(client: openai.AsyncOpenAI, body: dict[str, Any]) -> RAW_RES
     return await client.post("/chat/completions", body=body, cast_to=RAW_RESPONSE)
 
 
-async def _close_client(client: openai.AsyncOpenAI) -> None:
-    await client.close()
+async def _helper_pids(pool: ClientPool) -> list[int]:
+    return pool.pids()
+
+
+async def _close_resource(resource: openai.AsyncOpenAI | ClientPool) -> None:
+    await resource.close()
 
 
 def parse_completion(body: dict[str, Any], pricing: Pricing | None = None) -> Response:

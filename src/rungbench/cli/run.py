@@ -105,6 +105,11 @@ def run(
         DEFAULT_API_KEY_ENV, "--api-key-env", help="Environment variable holding the API key."
     ),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Parallel requests."),
+    client_processes: int = typer.Option(
+        0, "--client-processes", min=0, max=16,
+        help="Helper processes that send --model's HTTP calls (0: this process). For a fast "
+        "endpoint at high concurrency: the SDK's work leaves the runner's interpreter lock.",
+    ),
     resume: str | None = typer.Option(None, "--resume", help="Run id or run directory."),
     out: Path = OUT_OPTION,
     limit: int | None = typer.Option(None, "--limit", min=1, help="Use the first N cells."),
@@ -146,7 +151,7 @@ def run(
     options: dict[str, Any] = {
         "agent": agent, "model": model, "base_url": base_url, "api_key_env": api_key_env,
         "timeout_s": timeout, "seed": seed, "nodes": nodes, "pricing": Pricing(usd_in, usd_out),
-        "params": parse_params(param),
+        "params": parse_params(param), "client_processes": client_processes,
     }
 
     def make_agent(task: str, causal_dir: Path | None) -> Agent:

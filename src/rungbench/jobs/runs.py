@@ -87,8 +87,10 @@ def build_agent(
     pricing: Pricing | None = None,
     params: dict[str, Any] | None = None,
     causal_dir: Path | None = None,
+    client_processes: int = 0,
 ) -> Agent:
-    """Return the agent named by ``--agent reference:NAME`` or ``--model openai:MODEL``."""
+    """Return the agent named by ``--agent reference:NAME`` or ``--model openai:MODEL``
+    (its calls sent by ``client_processes`` helper processes, a model's only)."""
     from rungbench.agents.openai_provider import OpenAIProvider
     from rungbench.causal.bench.requests import CAUSAL_TASK, reference_case_agent
     from rungbench.chess.reference_agents import reference_move_agent
@@ -108,7 +110,11 @@ def build_agent(
             timeout_s=timeout_s,
             pricing=pricing,
             params=params,
+            client_processes=client_processes,
         )
+    if client_processes:
+        raise InputError("--client-processes applies to --model only (a reference agent "
+                         "answers in this process)", field="client_processes")
     kind, _, name = str(agent).partition(":")
     if kind != "reference":
         raise InputError(f"--agent must be reference:NAME, got {agent!r}", field="agent")

@@ -1,0 +1,215 @@
+"""The provider's calls sent by helper processes: the same answers and failures as in the
+runner's own process, the same run records, a dead helper's calls failed and the helper
+replaced, no key on a command line or in an environment, no helper outliving its runner."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from tests.execute.test_cell_loop import REQUESTS, _schedule
+from tests.execute.test_executors_cells import objects, per_cell
+
+from rungbench.agents.loopback import Fault, LoopbackServer
+from rungbench.agents.openai_provider import OpenAIProvider
+from rungbench.agents.outcomes import CallFailure, Outcome
+from rungbench.chess.reference_agents import RandomMover, validate_move
+from rungbench.errors import InputError
+from rungbench.execute.policy import RetryPolicy
+from rungbench.execute.runner import create_run, describe_agent, execute_run, verify_run
+
+KEY = "sk-client-process-test-key-0123456789"
+
+
+def _provider(server: LoopbackServer, processes: int) -> OpenAIProvider:
+    return OpenAIProvider("loopback", base_url=server.base_url, api_key_env="K",
+                          environ={"K": KEY}, client_processes=processes)
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie awaiting its reaper counts as exited)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return any(line.startswith("State:") and "Z" in line for line in fh)
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pids: list[int], within_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if all(_gone(pid) for pid in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("bad", [-1, 17, True, 1.5, "2"])
+def test_client_processes_must_be_a_small_count(bad: object) -> None:
+    """A negative, too large or non-integer count is an input error naming the field."""
+    with pytest.raises(InputError) as raised:
+        OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", api_key_env="K",
+                       environ={"K": KEY}, client_processes=bad)  # type: ignore[arg-type]
+    assert raised.value.field == "client_processes"
+
+
+def test_helpers_answer_what_the_provider_answers_in_process() -> None:
+    """Every response through two helpers equals the in-process provider's for the same
+    request (the loopback agent is deterministic per request), over both the blocking and
+    the coroutine call; the helpers are separate processes, stopped by close()."""
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        local, remote = _provider(server, 0), _provider(server, 2)
+        try:
+            expected = [local.respond(r) for r in REQUESTS[:6]]
+            assert [remote.respond(r) for r in REQUESTS[:6]] == expected
+
+            async def both() -> list[object]:
+                return [await remote.respond_async(r) for r in REQUESTS[:6]]
+
+            assert remote.drive(both) == expected
+            pids = remote.client_pids()
+            assert len(pids) == 2 and os.getpid() not in pids
+            assert local.client_pids() == []
+        finally:
+            local.close()
+            remote.close()
+    assert _wait_gone(pids, 5.0)
+    assert remote.describe() == local.describe()  # an execution setting, not an identity
+
+
+def test_a_helpers_failure_is_the_failure_the_provider_raises_in_process() -> None:
+    """A 429 with Retry-After and a 500 reach the caller as the same CallFailure (outcome,
+    status, retry_after, detail) as in the runner's own process."""
+    faults = {REQUESTS[0].payload_digest(): [Fault.RATE_LIMIT, Fault.RATE_LIMIT],
+              REQUESTS[1].payload_digest(): [Fault.SERVER_ERROR, Fault.SERVER_ERROR]}
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS, faults=faults,
+                        retry_after_s=0.25) as server:
+        seen: dict[int, list[tuple[object, ...]]] = {0: [], 1: []}
+        for processes in (0, 1):
+            provider = _provider(server, processes)
+            try:
+                for request in REQUESTS[:2]:
+                    with pytest.raises(CallFailure) as raised:
+                        provider.respond(request)
+                    failure = raised.value
+                    seen[processes].append((failure.outcome, failure.status,
+                                            failure.retry_after, failure.detail))
+            finally:
+                provider.close()
+    assert seen[0] == seen[1]
+    assert seen[1][0][:3] == (Outcome.PROVIDER_ERROR, 429, 0.25)
+    assert seen[1][1][:2] == (Outcome.PROVIDER_ERROR, 500)
+
+
+def test_a_killed_helper_fails_its_calls_and_is_replaced() -> None:
+    """SIGKILL of a helper holding a stalled call: that call fails as network_error naming
+    the client process (the request may have left), and the next call is answered by a
+    new helper."""
+    stalled = REQUESTS[0].payload_digest()
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS,
+                        faults={stalled: [Fault.STALL]}, stall_s=30.0) as server:
+        provider = _provider(server, 1)
+        try:
+            provider.respond(REQUESTS[1])  # starts the helper
+            (first,) = provider.client_pids()
+            caught: list[BaseException] = []
+
+            def call() -> None:
+                try:
+                    provider.respond(REQUESTS[0])
+                except BaseException as exc:  # examined below
+                    caught.append(exc)
+
+            thread = threading.Thread(target=call)
+            thread.start()
+            deadline = time.monotonic() + 10
+            while server.counts[stalled] == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert server.counts[stalled] == 1
+            os.kill(first, signal.SIGKILL)
+            thread.join(10)
+            assert not thread.is_alive()
+            (failure,) = caught
+            assert isinstance(failure, CallFailure)
+            assert failure.outcome is Outcome.NETWORK_ERROR
+            assert "client process" in failure.detail
+            assert provider.respond(REQUESTS[2]).tool_calls
+            (second,) = provider.client_pids()
+            assert second != first
+        finally:
+            provider.close()
+
+
+def test_the_key_is_on_no_helpers_command_line_or_environment() -> None:
+    """A helper holds the key in memory only: not in its command line, not in its
+    environment (the parent's environment does not hold it either)."""
+    assert all(KEY not in value for value in os.environ.values())
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        provider = _provider(server, 1)
+        try:
+            provider.respond(REQUESTS[0])
+            (pid,) = provider.client_pids()
+            for part in ("cmdline", "environ"):
+                assert KEY.encode() not in Path(f"/proc/{pid}/{part}").read_bytes()
+            assert "sk-client" not in repr(provider)
+        finally:
+            provider.close()
+
+
+def test_runs_through_helpers_store_what_the_runners_own_process_stores(
+        tmp_path: Path) -> None:
+    """Twelve cells with two helper processes and with none: the same objects byte for
+    byte, the same records per cell, the same outcomes; the run verifies."""
+    runs = {}
+    for processes in (0, 2):
+        with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+            provider = _provider(server, processes)
+            run_dir = create_run(tmp_path / f"p{processes}", _schedule(),
+                                 describe_agent(provider),
+                                 policy=RetryPolicy(max_attempts=3, backoff_s=(0.0,)))
+            try:
+                summary = execute_run(run_dir, provider, validator=validate_move,
+                                      concurrency=4)
+            finally:
+                provider.close()
+            runs[processes] = run_dir, summary
+    (local_dir, local_sum), (remote_dir, remote_sum) = runs[0], runs[2]
+    assert local_sum.outcomes == remote_sum.outcomes == {"answered": 12}
+    assert objects(local_dir) == objects(remote_dir)
+    assert per_cell(local_dir) == per_cell(remote_dir)
+    assert verify_run(remote_dir, validate_move).ok
+
+
+def test_no_helper_outlives_a_killed_runner(tmp_path: Path) -> None:
+    """SIGKILL of the process owning the provider (no cleanup runs in it): its helpers see
+    their sockets close and exit."""
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        script = textwrap.dedent(f"""
+            import sys, time
+            from tests.execute.test_cell_loop import REQUESTS
+            from rungbench.agents.openai_provider import OpenAIProvider
+            p = OpenAIProvider("loopback", base_url={server.base_url!r}, api_key_env="K",
+                               environ={{"K": {KEY!r}}}, client_processes=2)
+            p.respond(REQUESTS[0]); p.respond(REQUESTS[1])
+            print(" ".join(map(str, p.client_pids())), flush=True)
+            time.sleep(60)
+        """)
+        runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                                  text=True, cwd=Path(__file__).parents[2])
+        try:
+            line = runner.stdout.readline() if runner.stdout else ""
+            pids = [int(p) for p in line.split()]
+            assert len(pids) == 2 and not any(_gone(pid) for pid in pids)
+            runner.send_signal(signal.SIGKILL)
+            runner.wait(10)
+            assert _wait_gone(pids)
+        finally:
+            runner.kill()
+            runner.wait(10)
