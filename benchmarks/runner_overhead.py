@@ -12,6 +12,9 @@ Measured (issue 21, item 3), each the best and the median of ``--repeats`` fresh
 * cells/s at concurrency 1, 16 and 64 with no added latency (target: ≥ 1,000 cells/s at
   concurrency 64) and with a fixed latency per reply (ideal ``concurrency / latency``;
   target: ≥ 90 % of ideal at concurrency 16 and 64);
+* each row in the runner's process (p=0) and with the calls sent by p helper processes
+  (``OpenAIProvider(client_processes=p)``: the SDK's work off the runner's interpreter
+  lock), beside the most the host's cores allow at the measured CPU per cell;
 * the same rows with the real client alone (no runner: its own coroutine under the same
   bound), the ceiling of the rows above on this host, and the runner's share of it;
 * the same rows with the runner alone (an in-process agent that sleeps the latency), which
@@ -24,7 +27,7 @@ Measured (issue 21, item 3), each the best and the median of ``--repeats`` fresh
   than the rates do, and their sum against the cores available bounds the rate.
 
 Usage: ``.venv/bin/python benchmarks/runner_overhead.py [--cells N] [--latency-ms MS]
-[--repeats K] [--concurrency 1 16 64]``. The host may be shared: say so beside the figures.
+[--repeats K] [--concurrency 1 16 64] [--client-processes 0 1 2]``. The host may be shared: say so beside the figures.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import os
 import resource
 import statistics
 import tempfile
@@ -109,27 +113,50 @@ def _server(cells: int, latency_s: float, served: list[float]) -> Iterator[str]:
             child.kill()
 
 
+def _helper_cpu_s(pids: list[int]) -> float:
+    """User and system CPU seconds of the processes ``pids`` so far (from /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def measure(cells: int, concurrency: int, latency_s: float, workdir: Path,
             processes: int = 0) -> dict[str, float]:
     """Return cells/s and the resident-set growth of one fresh run of ``cells`` puzzle cells
-    (the provider's calls sent by ``processes`` helper processes; 0: in the runner's)."""
+    (the provider's calls sent by ``processes`` helper processes; 0: in the runner's).
+
+    The provider is warmed first (two calls per helper, or two in-process) so that a
+    helper's one-off start (a spawned interpreter importing the SDK) is not charged to the
+    cells; it is returned as ``start_s``.
+    """
     served: list[float] = []
     with _server(cells, latency_s, served) as base_url:
         schedule = _schedule(cells)
         provider = OpenAIProvider("loopback", base_url=base_url, api_key_env="K",
                                   environ={"K": KEY}, client_processes=processes)
-        run_dir = create_run(workdir / f"c{concurrency}-l{latency_s}-n{cells}", schedule,
-                             describe_agent(provider), policy=RetryPolicy(max_attempts=1))
+        started = time.perf_counter()
+        for cell in schedule.cells[:2 * max(processes, 1)]:
+            provider.respond(cell.request)
+        start_s = time.perf_counter() - started
+        pids = provider.client_pids()
+        run_dir = create_run(workdir / f"c{concurrency}-l{latency_s}-n{cells}-p{processes}",
+                             schedule, describe_agent(provider),
+                             policy=RetryPolicy(max_attempts=1))
         del schedule
-        before, cpu = _rss_bytes(), _cpu_s()
+        before, cpu, helpers = _rss_bytes(), _cpu_s(), _helper_cpu_s(pids)
         summary = execute_run(run_dir, provider, validator=validate_move,
                               concurrency=concurrency)
         cpu, grown = _cpu_s() - cpu, _rss_bytes() - before
+        helpers = _helper_cpu_s(pids) - helpers
         provider.close()
     if not verify_run(run_dir, validate_move).ok or summary.outcomes != {"answered": cells}:
         raise SystemExit(f"run incomplete: {summary.outcomes}")
-    return {"rate": summary.cells_per_s, "rss": float(grown), "cpu": cpu / cells,
-            "server_cpu": served[0] / cells}
+    return {"rate": summary.cells_per_s, "rss": float(grown), "cpu": (cpu + helpers) / cells,
+            "server_cpu": served[0] / cells, "start_s": start_s}
 
 
 def measure_bare(cells: int, concurrency: int, latency_s: float,
@@ -194,13 +221,16 @@ def measure_runner_alone(cells: int, concurrency: int, latency_s: float,
 
 
 def _isolated(cells: int, concurrency: int, latency_s: float, *,
-              alone: bool = False, bare: bool = False) -> dict[str, float]:
+              alone: bool = False, bare: bool = False, processes: int = 0) -> dict[str, float]:
     """:func:`measure` in a fresh process (so resident-set figures start from the same base)."""
     ctx = multiprocessing.get_context("spawn")
     with (ProcessPoolExecutor(1, mp_context=ctx) as pool,
           tempfile.TemporaryDirectory(prefix="rungbench-bench-") as tmp):
-        fn = measure_runner_alone if alone else measure_bare if bare else measure
-        return pool.submit(fn, cells, concurrency, latency_s, Path(tmp)).result()
+        if alone or bare:
+            fn = measure_runner_alone if alone else measure_bare
+            return pool.submit(fn, cells, concurrency, latency_s, Path(tmp)).result()
+        return pool.submit(measure, cells, concurrency, latency_s, Path(tmp),
+                           processes).result()
 
 
 def _row(label: str, runs: list[dict[str, float]], ideal: float | None, target: str,
@@ -212,47 +242,67 @@ def _row(label: str, runs: list[dict[str, float]], ideal: float | None, target: 
     cpu = statistics.median(r["cpu"] for r in runs) * 1000
     served = statistics.median(r["server_cpu"] for r in runs) * 1000
     server = f"{served:>6.2f}" if served else f"{'-':>6}"
+    bound = f"{CORES * 1000 / (cpu + served):>7.0f}"
     ceiling = (f"{median / statistics.median(r['rate'] for r in bare):>6.0%}" if bare
                else f"{'':>6}")
-    return (f"{label:<18} {best:>8.0f} {median:>8.0f} {shown} {share} {cpu:>6.2f} {server}"
-            f" {ceiling}   {target}")
+    return (f"{label:<22} {best:>8.0f} {median:>8.0f} {shown} {share} {cpu:>6.2f} {server}"
+            f" {bound} {ceiling}   {target}")
+
+
+CORES = os.cpu_count() or 1
+HEADER = (f"{'latency, conc., helpers':<22} {'best/s':>8} {'median/s':>8} {'ideal/s':>8} "
+          f"{'best':>6} {'median':>6} {'cpu ms':>6} {'server':>6} {'bound/s':>7} {'/bare':>6}"
+          "   target (before)")
+
+
+def _target(delay: float, concurrency: int) -> str:
+    if delay and concurrency >= 16:
+        target = f">= {TARGET_IDEAL_SHARE:.0%} of ideal"
+    elif not delay and concurrency == 64:
+        target = f">= {TARGET_CELLS_PER_S:.0f}/s"
+    else:
+        target = "-"
+    before = BEFORE_CELLS_PER_S.get((concurrency, round(delay, 3)))
+    return target + (f" ({before}/s before)" if before else "")
 
 
 def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=600)
+    parser.add_argument("--cells", type=int, default=1000)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--client-processes", type=int, nargs="+", default=[0, 1, 2],
+                        help="Helper processes sending the calls (0: the runner's own).")
     parser.add_argument("--memory-cells", type=int, nargs=2, default=[200, 1000],
                         help="Two run sizes (the puzzle file holds 1,000 cells).")
     args = parser.parse_args()
     latency = args.latency_ms / 1000.0
     print(f"{args.cells} puzzle cells per run, {args.repeats} runs per row (best, median); "
           "group commit; cells as coroutines on the real openai client's loop (AsyncOpenAI "
-          "over aiohttp); asyncio loopback server in a child process; 'cpu ms' and "
-          "'server': CPU time per cell of the runner's and of the server's process (medians)")
-    print(f"{'latency, conc.':<18} {'best/s':>8} {'median/s':>8} {'ideal/s':>8} "
-          f"{'best':>6} {'median':>6} {'cpu ms':>6} {'server':>6} {'/bare':>6}   target (before)")
+          "over aiohttp), in the runner's process or in N helper processes (the provider "
+          "warmed by two calls per helper first); asyncio loopback server in a child "
+          "process; 'cpu ms': CPU time per cell of the runner's process and its helpers, "
+          "'server': of the server's process (medians); 'bound/s': the most "
+          f"{CORES} cores allow at those CPU costs ({CORES} / (cpu + server))")
+    print(HEADER)
     bare: dict[tuple[float, int], list[dict[str, float]]] = {}
+    starts: dict[int, list[float]] = {n: [] for n in args.client_processes}
     for delay in (0.0, latency):
         for concurrency in args.concurrency:
             bare[delay, concurrency] = [_isolated(args.cells, concurrency, delay, bare=True)
                                         for _ in range(args.repeats)]
-            runs = [_isolated(args.cells, concurrency, delay) for _ in range(args.repeats)]
             ideal = concurrency / delay if delay else None
-            if delay and concurrency >= 16:
-                target = f">= {TARGET_IDEAL_SHARE:.0%} of ideal"
-            elif not delay and concurrency == 64:
-                target = f">= {TARGET_CELLS_PER_S:.0f}/s"
-            else:
-                target = "-"
-            before = BEFORE_CELLS_PER_S.get((concurrency, round(delay, 3)))
-            if before:
-                target += f" ({before}/s before)"
-            print(_row(f"{delay * 1000:>4.0f} ms, c={concurrency:<3d}", runs, ideal, target,
-                       bare[delay, concurrency]))
+            for processes in args.client_processes:
+                runs = [_isolated(args.cells, concurrency, delay, processes=processes)
+                        for _ in range(args.repeats)]
+                starts[processes] += [r["start_s"] for r in runs]
+                label = f"{delay * 1000:>4.0f} ms, c={concurrency:<3d} p={processes}"
+                print(_row(label, runs, ideal, _target(delay, concurrency),
+                           bare[delay, concurrency]))
+    print("provider start (first calls, helpers spawned), median s: " + ", ".join(
+        f"p={n}: {statistics.median(v):.2f}" for n, v in starts.items()))
     print("the openai client alone against the same server (no runner; '/bare' above is the "
           "runner's median over this row's):")
     for (delay, concurrency), runs in bare.items():

@@ -38,6 +38,7 @@ import signal
 import socket
 import struct
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -73,10 +74,62 @@ def frame(value: object) -> bytes:
     return FRAME.pack(len(body)) + body
 
 
-async def read_frame(reader: asyncio.StreamReader) -> Any:
-    """The next frame's value; raises ``asyncio.IncompleteReadError`` at end of stream."""
-    (size,) = FRAME.unpack(await reader.readexactly(FRAME.size))
-    return pickle.loads(await reader.readexactly(size))
+class Channel(asyncio.Protocol):
+    """Frames both ways over one stream socket, cheaply: every whole frame a read brings is
+    handed to ``on_frame`` (several per read at high concurrency), and the frames sent in
+    one loop turn leave in one write; ``on_lost`` is called once, when the stream ends or
+    brings bytes that are not a frame (the channel is closed then)."""
+
+    def __init__(self, on_frame: Callable[[Any], None], on_lost: Callable[[], None]) -> None:
+        self.on_frame = on_frame
+        self.on_lost = on_lost
+        self.transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._out: list[bytes] = []
+        self._lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        at, size = 0, len(buffer)
+        try:
+            while size - at >= FRAME.size:
+                (length,) = FRAME.unpack_from(buffer, at)
+                if size - at - FRAME.size < length:
+                    break
+                value = pickle.loads(buffer[at + FRAME.size:at + FRAME.size + length])
+                at += FRAME.size + length
+                self.on_frame(value)
+        except Exception:  # not a frame of ours: the stream is broken
+            self.close()
+            return
+        del buffer[:at]
+
+    def send(self, value: object) -> None:
+        """Queue one frame; the frames of this loop turn are written together."""
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._out.append(frame(value))
+
+    def _flush(self) -> None:
+        out, self._out = self._out, []
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(out))
+
+    def close(self) -> None:
+        """Close the stream (``on_lost`` runs)."""
+        if self.transport is not None:
+            self.transport.close()
+        self.connection_lost(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._lost:
+            self._lost = True
+            self.on_lost()
 
 
 def failure_fields(failure: CallFailure) -> tuple[str, str, int | None, float | None]:
@@ -100,7 +153,8 @@ def helper_main(sock: socket.socket, spec: ClientSpec) -> None:
 
 
 async def _serve(sock: socket.socket, provider: Any) -> None:
-    reader, writer = await asyncio.open_unix_connection(sock=sock)
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(ident: int, request: Request) -> None:
@@ -112,19 +166,24 @@ async def _serve(sock: socket.socket, provider: Any) -> None:
         except Exception as exc:  # the caller must hear of every call, whatever happened
             reply = (ident, None, (Outcome.PROVIDER_ERROR.value,
                                    f"client process: {type(exc).__name__}", None, None))
-        writer.write(frame(reply))
+        channel.send(reply)
 
-    while True:
-        try:
-            ident, request = await read_frame(reader)
-        except (asyncio.IncompleteReadError, ConnectionError):  # the runner is gone
-            break
-        task = asyncio.create_task(one(ident, request))
+    def received(value: Any) -> None:
+        ident, request = value
+        task = loop.create_task(one(ident, request))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+
+    def lost() -> None:  # the runner is gone (or closed the provider)
+        if not ended.done():
+            ended.set_result(None)
+
+    channel = Channel(received, lost)
+    await loop.create_unix_connection(lambda: channel, sock=sock)
+    await ended
     for task in tasks:
         task.cancel()
-    writer.close()
+    channel.close()
 
 
 class _Helper:
@@ -142,8 +201,7 @@ class _Helper:
         theirs.close()
         self.sock = ours
         self.pending: dict[int, asyncio.Future[Response]] = {}
-        self.writer: asyncio.StreamWriter | None = None
-        self.reading: asyncio.Task[None] | None = None
+        self.channel = Channel(self._received, self._lost)
         self._opening: asyncio.Future[None] | None = None
         self.alive = True
 
@@ -154,35 +212,30 @@ class _Helper:
         await asyncio.shield(self._opening)
 
     async def _open(self) -> None:
-        reader, self.writer = await asyncio.open_unix_connection(sock=self.sock)
-        self.reading = asyncio.create_task(self._read(reader))
+        loop = asyncio.get_running_loop()
+        await loop.create_unix_connection(lambda: self.channel, sock=self.sock)
 
-    async def _read(self, reader: asyncio.StreamReader) -> None:
-        try:
-            while True:
-                ident, response, failed = await read_frame(reader)
-                future = self.pending.pop(ident, None)
-                if future is None or future.done():
-                    continue
-                if failed is None:
-                    future.set_result(response)
-                else:
-                    outcome, detail, status, retry_after = failed
-                    future.set_exception(CallFailure(Outcome(outcome), detail, status=status,
-                                                     retry_after=retry_after))
-        except (asyncio.IncompleteReadError, ConnectionError, pickle.UnpicklingError,
-                ValueError, TypeError, EOFError):
-            pass
-        finally:
-            self.alive = False
-            code = self.process.exitcode
-            for future in self.pending.values():
-                if not future.done():
-                    future.set_exception(CallFailure(
-                        Outcome.NETWORK_ERROR,
-                        f"client process {self.process.name} exited (code {code}) "
-                        "with the call in flight"))
-            self.pending.clear()
+    def _received(self, value: Any) -> None:
+        ident, response, failed = value
+        future = self.pending.pop(ident, None)
+        if future is None or future.done():
+            return
+        if failed is None:
+            future.set_result(response)
+        else:
+            outcome, detail, status, retry_after = failed
+            future.set_exception(CallFailure(Outcome(outcome), detail, status=status,
+                                             retry_after=retry_after))
+
+    def _lost(self) -> None:
+        self.alive = False
+        pending, self.pending = self.pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(CallFailure(
+                    Outcome.NETWORK_ERROR,
+                    f"client process {self.process.name} exited (code "
+                    f"{self.process.exitcode}) with the call in flight"))
 
     def stop(self) -> None:
         """End the socket (the helper exits at once), then make sure it has: callable from
@@ -193,9 +246,7 @@ class _Helper:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(JOIN_S)
-        if self.writer is not None:
-            self.writer.close()
-        else:
+        if self.channel.transport is None:
             self.sock.close()
 
 
@@ -231,11 +282,13 @@ class ClientPool:
                 helper = _Helper(self.spec, self.started)
                 self.helpers[slot] = helper  # before any await: one helper per slot
         await helper.opened()
+        if not helper.alive:  # it died while opening
+            raise CallFailure(Outcome.NETWORK_ERROR,
+                              f"client process {helper.process.name} exited before the call")
         ident = next(self._ids)
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         helper.pending[ident] = future
-        assert helper.writer is not None
-        helper.writer.write(frame((ident, request)))
+        helper.channel.send((ident, request))
         return await future
 
     def pids(self) -> list[int]:
@@ -249,8 +302,7 @@ class ClientPool:
         self.helpers = [None] * len(self.helpers)
         for helper in helpers:
             helper.stop()
-            if helper.reading is not None:
-                await helper.reading
+            helper.channel.close()  # fails whatever it still held
 
     def stop_now(self) -> None:
         """Stop every helper from any thread (interpreter exit, the loop may be gone)."""
