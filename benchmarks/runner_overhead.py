@@ -27,7 +27,8 @@ Measured (issue 21, item 3), each the best and the median of ``--repeats`` fresh
   than the rates do, and their sum against the cores available bounds the rate.
 
 Usage: ``.venv/bin/python benchmarks/runner_overhead.py [--cells N] [--latency-ms MS]
-[--repeats K] [--concurrency 1 16 64] [--client-processes 0 1 2]``. The host may be shared: say so beside the figures.
+[--repeats K] [--concurrency 1 16 64] [--client-processes 0 1 2]``. The host may be shared:
+say so beside the figures.
 """
 
 from __future__ import annotations

@@ -213,3 +213,31 @@ def test_no_helper_outlives_a_killed_runner(tmp_path: Path) -> None:
         finally:
             runner.kill()
             runner.wait(10)
+
+
+def test_a_forked_copy_leaves_the_owners_helpers_alone() -> None:
+    """A child forked from the owner that exits through the interpreter's exit handlers
+    does not end the owner's helper sockets: the owner's next call is answered by the same
+    helper."""
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        script = textwrap.dedent(f"""
+            import os, sys
+            from tests.execute.test_cell_loop import REQUESTS
+            from rungbench.agents.openai_provider import OpenAIProvider
+            p = OpenAIProvider("loopback", base_url={server.base_url!r}, api_key_env="K",
+                               environ={{"K": {KEY!r}}}, client_processes=1)
+            p.respond(REQUESTS[0])
+            before = p.client_pids()
+            child = os.fork()
+            if child == 0:
+                sys.exit(0)  # the copy's normal exit: its atexit handlers run
+            os.waitpid(child, 0)
+            assert p.respond(REQUESTS[1]).tool_calls
+            assert p.client_pids() == before, (p.client_pids(), before)
+            p.close()
+            print("same helper", flush=True)
+        """)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              cwd=Path(__file__).parents[2], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "same helper"

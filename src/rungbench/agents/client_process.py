@@ -13,9 +13,11 @@ records do not depend on ``N``.
 
 What holds:
 
-* A helper is spawned (not forked: the runner's threads and locks are not copied) on the
-  first call and holds the API key in memory only: it reaches it through the spawn pipe,
-  never through the command line, the environment of other processes or a file.
+* The helpers are started on the first call as fresh interpreters (not forks: the
+  runner's threads and locks are not copied; not ``multiprocessing`` children: no exit
+  hook of the runner, or of a process forked from it, terminates them). A helper holds
+  the API key in memory only: it is the first frame on its socket, never on a command
+  line, in an environment or in a file.
 * Calls go round-robin to the helpers; the caller bounds calls in flight (the runner's
   semaphore), so the bound is global, not per helper.
 * A helper that dies fails every call it held as ``network_error`` (a reliability
@@ -32,11 +34,13 @@ import asyncio
 import atexit
 import contextlib
 import itertools
-import multiprocessing
+import os
 import pickle
 import signal
 import socket
 import struct
+import subprocess
+import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +56,8 @@ FRAME = struct.Struct("!I")
 """Length prefix of a frame: unsigned 32-bit, network order."""
 KEY_ENV = "RUNGBENCH_CLIENT_KEY"
 """The name under which a helper's provider reads the key (from its own mapping)."""
+HELPER_COMMAND = "from rungbench.agents.client_process import helper_entry; helper_entry()"
+"""What a helper's interpreter runs (the socket's descriptor follows as its argument)."""
 JOIN_S = 5.0
 """How long :meth:`ClientPool.close` waits for a helper to exit before killing it."""
 
@@ -137,22 +143,45 @@ def failure_fields(failure: CallFailure) -> tuple[str, str, int | None, float | 
     return failure.outcome.value, failure.detail, failure.status, failure.retry_after
 
 
-def helper_main(sock: socket.socket, spec: ClientSpec) -> None:
-    """A helper process: serve calls from ``sock`` with an in-process provider until the
-    socket closes."""
+def helper_entry() -> None:
+    """A helper process (``python -c "...helper_entry()" FD``): read the spec, the first
+    frame on socket ``FD``, then serve calls from it with an in-process provider until it
+    closes. Exits quietly whatever happens (its runner reports a helper that died)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the runner's to handle
-    from rungbench.agents.openai_provider import OpenAIProvider
-
-    provider = OpenAIProvider(spec.model, base_url=spec.base_url, api_key_env=KEY_ENV,
-                              timeout_s=spec.timeout_s, params=spec.params,
-                              pricing=spec.pricing, environ={KEY_ENV: spec.key})
+    sock = socket.socket(fileno=int(sys.argv[1]))
     try:
-        provider.drive(lambda: _serve(sock, provider))
-    finally:
-        provider.close()
+        spec, rest = _first_frame(sock)
+        if not isinstance(spec, ClientSpec):
+            raise SystemExit(2)
+        from rungbench.agents.openai_provider import OpenAIProvider
+
+        provider = OpenAIProvider(spec.model, base_url=spec.base_url, api_key_env=KEY_ENV,
+                                  timeout_s=spec.timeout_s, params=spec.params,
+                                  pricing=spec.pricing, environ={KEY_ENV: spec.key})
+        try:
+            provider.drive(lambda: _serve(sock, provider, rest))
+        finally:
+            provider.close()
+    except (OSError, EOFError, pickle.UnpicklingError):
+        raise SystemExit(1) from None
 
 
-async def _serve(sock: socket.socket, provider: Any) -> None:
+def _first_frame(sock: socket.socket) -> tuple[Any, bytes]:
+    """The first frame's value read from ``sock`` (blocking) and the bytes read past it."""
+    data = b""
+    while True:
+        if len(data) >= FRAME.size:
+            (length,) = FRAME.unpack_from(data)
+            if len(data) >= FRAME.size + length:
+                end = FRAME.size + length
+                return pickle.loads(data[FRAME.size:end]), data[end:]
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise EOFError("the runner closed the socket before the spec")
+        data += chunk
+
+
+async def _serve(sock: socket.socket, provider: Any, rest: bytes) -> None:
     loop = asyncio.get_running_loop()
     ended: asyncio.Future[None] = loop.create_future()
     tasks: set[asyncio.Task[None]] = set()
@@ -180,6 +209,8 @@ async def _serve(sock: socket.socket, provider: Any) -> None:
 
     channel = Channel(received, lost)
     await loop.create_unix_connection(lambda: channel, sock=sock)
+    if rest:
+        channel.data_received(rest)
     await ended
     for task in tasks:
         task.cancel()
@@ -191,14 +222,17 @@ class _Helper:
 
     def __init__(self, spec: ClientSpec, ident: int) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        ctx = multiprocessing.get_context("spawn")
-        # a daemonic process may not have children: then the helper is not daemonic
-        # either, and exits when its socket closes (close() or this process's death)
-        self.process = ctx.Process(target=helper_main, args=(theirs, spec),
-                                   name=f"rungbench-client-{ident}",
-                                   daemon=not multiprocessing.current_process().daemon)
-        self.process.start()
-        theirs.close()
+        # a plain child process (not multiprocessing's): no interpreter-exit hook of the
+        # runner, or of a process forked from it, ever terminates or joins it
+        self.name = f"rungbench-client-{ident}"
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", HELPER_COMMAND, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+        finally:
+            theirs.close()
+        self.spec = spec
         self.sock = ours
         self.pending: dict[int, asyncio.Future[Response]] = {}
         self.channel = Channel(self._received, self._lost)
@@ -214,6 +248,7 @@ class _Helper:
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
         await loop.create_unix_connection(lambda: self.channel, sock=self.sock)
+        self.channel.send(self.spec)  # the first frame (the key crosses only this socket)
 
     def _received(self, value: Any) -> None:
         ident, response, failed = value
@@ -234,18 +269,15 @@ class _Helper:
             if not future.done():
                 future.set_exception(CallFailure(
                     Outcome.NETWORK_ERROR,
-                    f"client process {self.process.name} exited (code "
-                    f"{self.process.exitcode}) with the call in flight"))
+                    f"client process {self.name} exited (code {self.process.poll()}) "
+                    "with the call in flight"))
 
     def stop(self) -> None:
         """End the socket (the helper exits at once), then make sure it has: callable from
         any thread, the loop's included (the shutdown needs no loop turn)."""
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        self.process.join(JOIN_S)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(JOIN_S)
+        _ended(self.process)
         if self.channel.transport is None:
             self.sock.close()
 
@@ -265,11 +297,18 @@ class ClientPool:
         self._ids = itertools.count(1)
         self.started = 0
         """Helpers started so far (replacements included)."""
+        self.pid = os.getpid()
+        """The process that owns the helpers (a forked copy of the pool never touches
+        their sockets: a shutdown would end them for the owner too)."""
         atexit.register(_stop_all, weakref.ref(self))
 
     async def respond(self, request: Request) -> Response:
         """Send ``request`` through the next helper; return its response (or raise its
         :class:`CallFailure`)."""
+        if not self.started:  # the first call starts them all: their imports overlap
+            for k in range(len(self.helpers)):
+                self.started += 1
+                self.helpers[k] = _Helper(self.spec, self.started)
         slot = next(self._turn) % len(self.helpers)
         helper = self.helpers[slot]
         if helper is None or not helper.alive:
@@ -284,7 +323,7 @@ class ClientPool:
         await helper.opened()
         if not helper.alive:  # it died while opening
             raise CallFailure(Outcome.NETWORK_ERROR,
-                              f"client process {helper.process.name} exited before the call")
+                              f"client process {helper.name} exited before the call")
         ident = next(self._ids)
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         helper.pending[ident] = future
@@ -293,8 +332,7 @@ class ClientPool:
 
     def pids(self) -> list[int]:
         """Process ids of the helpers started and not yet replaced (in slot order)."""
-        return [h.process.pid for h in self.helpers
-                if h is not None and h.process.pid is not None]
+        return [h.process.pid for h in self.helpers if h is not None]
 
     async def close(self) -> None:
         """Stop every helper (each exits once its socket closes)."""
@@ -306,17 +344,26 @@ class ClientPool:
 
     def stop_now(self) -> None:
         """Stop every helper from any thread (interpreter exit, the loop may be gone)."""
+        if os.getpid() != self.pid:
+            return
         helpers = [h for h in self.helpers if h is not None]
         self.helpers = [None] * len(self.helpers)
         for helper in helpers:
             with contextlib.suppress(OSError):
                 helper.sock.shutdown(socket.SHUT_RDWR)
-            helper.process.join(JOIN_S)
-            if helper.process.is_alive():
-                helper.process.kill()
+            _ended(helper.process)
 
 
 def _stop_all(ref: weakref.ref[ClientPool]) -> None:
     pool = ref()
     if pool is not None:
         pool.stop_now()
+
+
+def _ended(process: subprocess.Popen[bytes]) -> None:
+    """Wait for ``process`` to exit; kill it past :data:`JOIN_S`."""
+    try:
+        process.wait(JOIN_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(JOIN_S)
