@@ -4,6 +4,7 @@ replaced, no key on a command line or in an environment, no helper outliving its
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -241,3 +242,102 @@ def test_a_forked_copy_leaves_the_owners_helpers_alone() -> None:
                               cwd=Path(__file__).parents[2], timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "same helper"
+
+
+def test_the_key_leaves_the_helpers_environment_even_when_the_runner_read_it_there(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the key in the runner's own environment (the usual OPENAI_API_KEY case), the
+    helper's environment holds no value containing it."""
+    monkeypatch.setenv("RB_CLIENT_TEST_KEY", KEY)
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        provider = OpenAIProvider("loopback", base_url=server.base_url,
+                                  api_key_env="RB_CLIENT_TEST_KEY", client_processes=1)
+        try:
+            provider.respond(REQUESTS[0])
+            (pid,) = provider.client_pids()
+            assert KEY.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+        finally:
+            provider.close()
+
+
+def test_a_module_in_the_working_directory_is_not_imported_by_a_helper(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``openai.py`` in the working directory (which ``python -c`` would put first on
+    the path) is not what the helper imports: calls are answered as in-process."""
+    (tmp_path / "openai.py").write_text("open('IMPORTED', 'w').close()\nraise SystemExit(9)\n")
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        provider = _provider(server, 1)
+        try:
+            assert provider.respond(REQUESTS[0]).tool_calls
+        finally:
+            provider.close()
+    assert not (tmp_path / "IMPORTED").exists()
+
+
+def test_close_while_calls_start_fails_them_quietly() -> None:
+    """Eight threads call while close() lands as the helpers start: every call returns or
+    fails as network_error, none hangs, and asyncio prints nothing (no callback error)."""
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        script = textwrap.dedent(f"""
+            import threading
+            from tests.execute.test_cell_loop import REQUESTS
+            from rungbench.agents.openai_provider import OpenAIProvider
+            from rungbench.agents.outcomes import CallFailure, Outcome
+            for round in range(3):
+                p = OpenAIProvider("loopback", base_url={server.base_url!r}, api_key_env="K",
+                                   environ={{"K": {KEY!r}}}, client_processes=2)
+                seen = []
+                def call(r):
+                    try:
+                        p.respond(r); seen.append("ok")
+                    except CallFailure as f:
+                        assert f.outcome is Outcome.NETWORK_ERROR, f
+                        seen.append("failed")
+                threads = [threading.Thread(target=call, args=(r,)) for r in REQUESTS[:8]]
+                for t in threads: t.start()
+                p.close()
+                for t in threads: t.join(20)
+                assert not any(t.is_alive() for t in threads) and len(seen) == 8, seen
+            print("quiet", flush=True)
+        """)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              cwd=Path(__file__).parents[2], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "quiet" and done.stderr == "", done.stderr
+
+
+def test_a_forked_child_does_not_keep_a_dead_runners_helpers_alive() -> None:
+    """The runner forks a long-lived child, then is SIGKILLed: its helpers still see their
+    sockets close and exit (the child let go of its copies at the fork)."""
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        script = textwrap.dedent(f"""
+            import os, time
+            from tests.execute.test_cell_loop import REQUESTS
+            from rungbench.agents.openai_provider import OpenAIProvider
+            p = OpenAIProvider("loopback", base_url={server.base_url!r}, api_key_env="K",
+                               environ={{"K": {KEY!r}}}, client_processes=1)
+            p.respond(REQUESTS[0])
+            child = os.fork()
+            if child == 0:
+                time.sleep(60)
+                os._exit(0)
+            print(child, *p.client_pids(), flush=True)
+            time.sleep(60)
+        """)
+        runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                                  text=True, cwd=Path(__file__).parents[2])
+        child = 0
+        try:
+            line = runner.stdout.readline() if runner.stdout else ""
+            child, *helpers = (int(p) for p in line.split())
+            assert len(helpers) == 1
+            runner.send_signal(signal.SIGKILL)
+            runner.wait(10)
+            assert _wait_gone(helpers) and not _gone(child)
+        finally:
+            runner.kill()
+            runner.wait(10)
+            if child:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)

@@ -17,13 +17,16 @@ What holds:
   runner's threads and locks are not copied; not ``multiprocessing`` children: no exit
   hook of the runner, or of a process forked from it, terminates them). A helper holds
   the API key in memory only: it is the first frame on its socket, never on a command
-  line, in an environment or in a file.
+  line, in an environment (values holding it are dropped from what a helper inherits) or
+  in a file; it runs with ``-P``, so nothing is imported from the working directory.
 * Calls go round-robin to the helpers; the caller bounds calls in flight (the runner's
   semaphore), so the bound is global, not per helper.
 * A helper that dies fails every call it held as ``network_error`` (a reliability
   outcome the runner counts and retries: the request may have left) and is replaced on
   the next call. A helper whose runner dies (SIGKILL included) sees its socket close and
-  exits.
+  exits; a child forked from the runner closes its copies of the sockets at once, so it
+  keeps no helper alive. After :meth:`ClientPool.close` every waiting or later call fails
+  as ``network_error``.
 * Frames are a 4-byte length and a pickle, over a socket pair private to the two
   processes; nothing else can write to it.
 """
@@ -41,6 +44,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -225,11 +229,18 @@ class _Helper:
         # a plain child process (not multiprocessing's): no interpreter-exit hook of the
         # runner, or of a process forked from it, ever terminates or joins it
         self.name = f"rungbench-client-{ident}"
+        # -P: nothing is imported from the working directory into the process holding the
+        # key; the environment passed on holds no value containing the key
+        env = {k: v for k, v in os.environ.items() if spec.key not in v}
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", HELPER_COMMAND, str(theirs.fileno())],
+                [sys.executable, "-P", "-c", HELPER_COMMAND, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True, env=env)
+        except OSError as exc:
+            ours.close()
+            raise CallFailure(Outcome.NETWORK_ERROR, f"client process {self.name} could not "
+                              f"start: {type(exc).__name__}: {exc.strerror}") from None
         finally:
             theirs.close()
         self.spec = spec
@@ -278,7 +289,7 @@ class _Helper:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         _ended(self.process)
-        if self.channel.transport is None:
+        if self._opening is None:  # else the transport owns the socket (and closes it)
             self.sock.close()
 
 
@@ -297,14 +308,19 @@ class ClientPool:
         self._ids = itertools.count(1)
         self.started = 0
         """Helpers started so far (replacements included)."""
+        self.closed = False
         self.pid = os.getpid()
         """The process that owns the helpers (a forked copy of the pool never touches
         their sockets: a shutdown would end them for the owner too)."""
         atexit.register(_stop_all, weakref.ref(self))
+        _POOLS.add(self)
 
     async def respond(self, request: Request) -> Response:
         """Send ``request`` through the next helper; return its response (or raise its
         :class:`CallFailure`)."""
+        if self.closed:
+            raise CallFailure(Outcome.NETWORK_ERROR, "the provider's client processes are "
+                              "closed")
         if not self.started:  # the first call starts them all: their imports overlap
             for k in range(len(self.helpers)):
                 self.started += 1
@@ -312,16 +328,19 @@ class ClientPool:
         slot = next(self._turn) % len(self.helpers)
         helper = self.helpers[slot]
         if helper is None or not helper.alive:
-            if helper is not None:
-                self.helpers[slot] = None
-                await asyncio.to_thread(helper.stop)
-            helper = self.helpers[slot]  # another call may have replaced it meanwhile
-            if helper is None:
-                self.started += 1
-                helper = _Helper(self.spec, self.started)
-                self.helpers[slot] = helper  # before any await: one helper per slot
-        await helper.opened()
-        if not helper.alive:  # it died while opening
+            if helper is not None:  # reaped off the loop, not awaited: close() may come
+                threading.Thread(target=helper.stop, name=f"{helper.name}-reaper",
+                                 daemon=True).start()
+            self.started += 1
+            helper = _Helper(self.spec, self.started)
+            self.helpers[slot] = helper  # before any await: one helper per slot
+        try:
+            await helper.opened()
+        except OSError as exc:  # its socket is unusable: as if the helper had died
+            helper.alive = False
+            raise CallFailure(Outcome.NETWORK_ERROR, f"client process {helper.name}: socket "
+                              f"failed ({type(exc).__name__})") from None
+        if self.closed or not helper.alive:  # it died (or the pool closed) while opening
             raise CallFailure(Outcome.NETWORK_ERROR,
                               f"client process {helper.name} exited before the call")
         ident = next(self._ids)
@@ -335,10 +354,15 @@ class ClientPool:
         return [h.process.pid for h in self.helpers if h is not None]
 
     async def close(self) -> None:
-        """Stop every helper (each exits once its socket closes)."""
+        """Stop every helper (each exits once its socket closes); a call still waiting
+        fails as ``network_error``, and a later call too."""
+        self.closed = True
         helpers = [h for h in self.helpers if h is not None]
         self.helpers = [None] * len(self.helpers)
         for helper in helpers:
+            if helper._opening is not None:  # let the transport own its socket first
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(helper._opening)
             helper.stop()
             helper.channel.close()  # fails whatever it still held
 
@@ -352,6 +376,27 @@ class ClientPool:
             with contextlib.suppress(OSError):
                 helper.sock.shutdown(socket.SHUT_RDWR)
             _ended(helper.process)
+
+
+_POOLS: weakref.WeakSet[ClientPool] = weakref.WeakSet()
+"""Every pool of this process (a forked child lets go of their sockets)."""
+
+
+def _forget_in_child() -> None:
+    """In a forked child: close its copies of the pools' sockets (closing a copy ends
+    nothing for the owner; keeping it would keep the helpers alive after the owner
+    died), and leave the helpers to their owner."""
+    for pool in list(_POOLS):
+        for helper in pool.helpers:
+            if helper is not None:
+                with contextlib.suppress(OSError):  # detached: never closed twice
+                    os.close(helper.sock.detach())
+        pool.helpers = [None] * len(pool.helpers)
+        pool.closed = True
+    _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _stop_all(ref: weakref.ref[ClientPool]) -> None:
