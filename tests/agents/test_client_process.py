@@ -34,6 +34,15 @@ def _provider(server: LoopbackServer, processes: int) -> OpenAIProvider:
                           environ={"K": KEY}, client_processes=processes)
 
 
+def _owner(server: LoopbackServer, processes: int, imports: str) -> str:
+    """The start of a script run as the provider's owner: ``imports``, then ``p``, a
+    provider with ``processes`` helpers against ``server`` (``REQUESTS`` imported)."""
+    return (f"{imports}\nfrom tests.execute.test_cell_loop import REQUESTS\n"
+            "from rungbench.agents.openai_provider import OpenAIProvider\n"
+            f"p = OpenAIProvider('loopback', base_url={server.base_url!r}, api_key_env='K', "
+            f"environ={{'K': {KEY!r}}}, client_processes={processes})\n")
+
+
 def _gone(pid: int) -> bool:
     """Whether ``pid`` has exited (a zombie awaiting its reaper counts as exited)."""
     try:
@@ -192,12 +201,7 @@ def test_no_helper_outlives_a_killed_runner(tmp_path: Path) -> None:
     """SIGKILL of the process owning the provider (no cleanup runs in it): its helpers see
     their sockets close and exit."""
     with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
-        script = textwrap.dedent(f"""
-            import sys, time
-            from tests.execute.test_cell_loop import REQUESTS
-            from rungbench.agents.openai_provider import OpenAIProvider
-            p = OpenAIProvider("loopback", base_url={server.base_url!r}, api_key_env="K",
-                               environ={{"K": {KEY!r}}}, client_processes=2)
+        script = _owner(server, 2, "import sys, time") + textwrap.dedent("""
             p.respond(REQUESTS[0]); p.respond(REQUESTS[1])
             print(" ".join(map(str, p.client_pids())), flush=True)
             time.sleep(60)
@@ -221,12 +225,7 @@ def test_a_forked_copy_leaves_the_owners_helpers_alone() -> None:
     does not end the owner's helper sockets: the owner's next call is answered by the same
     helper."""
     with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
-        script = textwrap.dedent(f"""
-            import os, sys
-            from tests.execute.test_cell_loop import REQUESTS
-            from rungbench.agents.openai_provider import OpenAIProvider
-            p = OpenAIProvider("loopback", base_url={server.base_url!r}, api_key_env="K",
-                               environ={{"K": {KEY!r}}}, client_processes=1)
+        script = _owner(server, 1, "import os, sys") + textwrap.dedent("""
             p.respond(REQUESTS[0])
             before = p.client_pids()
             child = os.fork()
@@ -311,12 +310,7 @@ def test_a_forked_child_does_not_keep_a_dead_runners_helpers_alive() -> None:
     """The runner forks a long-lived child, then is SIGKILLed: its helpers still see their
     sockets close and exit (the child let go of its copies at the fork)."""
     with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
-        script = textwrap.dedent(f"""
-            import os, time
-            from tests.execute.test_cell_loop import REQUESTS
-            from rungbench.agents.openai_provider import OpenAIProvider
-            p = OpenAIProvider("loopback", base_url={server.base_url!r}, api_key_env="K",
-                               environ={{"K": {KEY!r}}}, client_processes=1)
+        script = _owner(server, 1, "import os, time") + textwrap.dedent("""
             p.respond(REQUESTS[0])
             child = os.fork()
             if child == 0:

@@ -74,3 +74,38 @@ def test_close_disposes_and_a_later_call_starts_anew() -> None:
     assert loop.call(_serial) == 1 and not made[1].closed
     loop.close()
     assert made[1].closed
+
+
+def test_close_cancels_a_call_still_waiting_instead_of_leaving_it_blocked() -> None:
+    """A caller blocked on a coroutine that would never finish gets CancelledError once
+    close() ends the loop (it is never left waiting on a stopped loop), and the next call
+    runs on a new loop."""
+    import concurrent.futures
+
+    thread, made = _loop_thread()
+    started = threading.Event()
+    outcome: list[BaseException] = []
+
+    async def forever(resource: Any) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    def caller() -> None:
+        try:
+            thread.call(forever)
+        except BaseException as exc:  # examined below
+            outcome.append(exc)
+
+    waiting = threading.Thread(target=caller)
+    waiting.start()
+    assert started.wait(5)
+    thread.close()
+    waiting.join(5)
+    assert not waiting.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], concurrent.futures.CancelledError)
+
+    async def serial(resource: Any) -> int:
+        return int(resource.serial)
+
+    assert thread.call(serial) == 1 and made[0].closed
+    thread.close()

@@ -46,17 +46,25 @@ class LoopThread:
         self._pid = 0
 
     def call(self, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
-        """Run ``work(resource)`` on the loop and return its result (or raise its error)."""
-        loop, resource = self._started()
-        return asyncio.run_coroutine_threadsafe(work(resource), loop).result()
+        """Run ``work(resource)`` on the loop and return its result (or raise its error).
+
+        Raises ``concurrent.futures.CancelledError`` when :meth:`close` ends the loop
+        first (submitted under the lock :meth:`close` takes, so a call is either on the
+        loop before close's clean-up, which cancels it, or on a new loop: never lost).
+        """
+        with self._lock:
+            loop, resource = self._start()
+            future = asyncio.run_coroutine_threadsafe(work(resource), loop)
+        return future.result()
 
     def run(self, main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         """Run ``main()`` on the loop, blocking until it returns; return its result.
 
         An exception in the caller while it waits (a ``KeyboardInterrupt``) cancels it.
         """
-        loop, _ = self._started()
-        future = asyncio.run_coroutine_threadsafe(main(), loop)
+        with self._lock:
+            loop, _ = self._start()
+            future = asyncio.run_coroutine_threadsafe(main(), loop)
         try:
             return future.result()
         except BaseException:
@@ -79,23 +87,33 @@ class LoopThread:
                 return
         try:
             asyncio.run_coroutine_threadsafe(self._dispose(resource), loop).result()
-        finally:
+        finally:  # whatever still runs on the loop is cancelled, never left waiting
+            asyncio.run_coroutine_threadsafe(_cancel_the_rest(), loop).result()
             loop.call_soon_threadsafe(loop.stop)
             thread.join()
             loop.close()
 
-    def _started(self) -> tuple[asyncio.AbstractEventLoop, Any]:
-        with self._lock:
-            if self._loop is None or self._pid != os.getpid():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name=self._name,
-                                          daemon=True)
-                thread.start()
-                self._resource = asyncio.run_coroutine_threadsafe(_built(self._make),
-                                                                  loop).result()
-                self._loop, self._thread, self._pid = loop, thread, os.getpid()
-            return self._loop, self._resource
+    def _start(self) -> tuple[asyncio.AbstractEventLoop, Any]:
+        """The running loop and its resource, started if need be (hold the lock)."""
+        if self._loop is None or self._pid != os.getpid():
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name=self._name,
+                                      daemon=True)
+            thread.start()
+            self._resource = asyncio.run_coroutine_threadsafe(_built(self._make),
+                                                              loop).result()
+            self._loop, self._thread, self._pid = loop, thread, os.getpid()
+        return self._loop, self._resource
 
 
 async def _built(make: Callable[[], Any]) -> Any:
     return make()
+
+
+async def _cancel_the_rest() -> None:
+    """Cancel every other task of the running loop and wait until each has finished."""
+    me = asyncio.current_task()
+    rest = [t for t in asyncio.all_tasks() if t is not me]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)

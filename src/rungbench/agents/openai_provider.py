@@ -23,6 +23,7 @@ without an exception chain, so no traceback quotes the SDK's exceptions either.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import email.utils
 import json
 import os
@@ -179,7 +180,12 @@ class OpenAIProvider:
 
     def respond(self, request: Request) -> Response:
         """Send ``request`` once (no SDK retries) and return the parsed answer."""
-        return self._loop.call(partial(self._send, request=request))
+        try:
+            return self._loop.call(partial(self._send, request=request))
+        except concurrent.futures.CancelledError:  # close() ended the call's loop
+            failure = CallFailure(Outcome.NETWORK_ERROR, "the provider was closed during "
+                                  "the call")
+        raise failure
 
     async def respond_async(self, request: Request) -> Response:
         """:meth:`respond` as a coroutine, for code running on the provider's loop (a
