@@ -225,13 +225,14 @@ def test_a_forked_copy_leaves_the_owners_helpers_alone() -> None:
     does not end the owner's helper sockets: the owner's next call is answered by the same
     helper."""
     with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
-        script = _owner(server, 1, "import os, sys") + textwrap.dedent("""
+        script = _owner(server, 1, "import os, sys, time") + textwrap.dedent("""
             p.respond(REQUESTS[0])
             before = p.client_pids()
             child = os.fork()
             if child == 0:
                 sys.exit(0)  # the copy's normal exit: its atexit handlers run
             os.waitpid(child, 0)
+            time.sleep(0.5)  # a helper whose socket the copy shut would be gone by now
             assert p.respond(REQUESTS[1]).tool_calls
             assert p.client_pids() == before, (p.client_pids(), before)
             p.close()

@@ -254,7 +254,10 @@ class _Helper:
         """Return once the runner's end is open (the first caller opens it)."""
         if self._opening is None:
             self._opening = asyncio.ensure_future(self._open())
-        await asyncio.shield(self._opening)
+        if self._opening.done():  # every call after the first: no wrapper future
+            self._opening.result()
+        else:
+            await asyncio.shield(self._opening)
 
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -309,10 +312,6 @@ class ClientPool:
         self.started = 0
         """Helpers started so far (replacements included)."""
         self.closed = False
-        self.pid = os.getpid()
-        """The process that owns the helpers (a forked copy of the pool never touches
-        their sockets: a shutdown would end them for the owner too)."""
-        atexit.register(_stop_all, weakref.ref(self))
         _POOLS.add(self)
 
     async def respond(self, request: Request) -> Response:
@@ -368,18 +367,16 @@ class ClientPool:
 
     def stop_now(self) -> None:
         """Stop every helper from any thread (interpreter exit, the loop may be gone)."""
-        if os.getpid() != self.pid:
-            return
         helpers = [h for h in self.helpers if h is not None]
         self.helpers = [None] * len(self.helpers)
         for helper in helpers:
-            with contextlib.suppress(OSError):
-                helper.sock.shutdown(socket.SHUT_RDWR)
-            _ended(helper.process)
+            helper.stop()
 
 
 _POOLS: weakref.WeakSet[ClientPool] = weakref.WeakSet()
-"""Every pool of this process (a forked child lets go of their sockets)."""
+"""Every pool of this process: stopped at interpreter exit; a forked child lets go of
+their sockets at the fork (so a copy never shuts the owner's, which would end them for the
+owner too)."""
 
 
 def _forget_in_child() -> None:
@@ -396,13 +393,13 @@ def _forget_in_child() -> None:
     _POOLS.clear()
 
 
-os.register_at_fork(after_in_child=_forget_in_child)
-
-
-def _stop_all(ref: weakref.ref[ClientPool]) -> None:
-    pool = ref()
-    if pool is not None:
+def _stop_every_pool() -> None:
+    for pool in list(_POOLS):
         pool.stop_now()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+atexit.register(_stop_every_pool)
 
 
 def _ended(process: subprocess.Popen[bytes]) -> None:
