@@ -18,9 +18,11 @@ import pytest
 from tests.execute.test_cell_loop import REQUESTS, _schedule
 from tests.execute.test_executors_cells import objects, per_cell
 
+from rungbench.agents import client_process
 from rungbench.agents.loopback import Fault, LoopbackServer
 from rungbench.agents.openai_provider import OpenAIProvider
 from rungbench.agents.outcomes import CallFailure, Outcome
+from rungbench.agents.protocol import Request
 from rungbench.chess.reference_agents import RandomMover, validate_move
 from rungbench.errors import InputError
 from rungbench.execute.policy import RetryPolicy
@@ -154,6 +156,53 @@ def test_a_killed_helper_fails_its_calls_and_is_replaced() -> None:
             (second,) = provider.client_pids()
             assert second != first
         finally:
+            provider.close()
+
+
+def test_a_stopped_helper_times_its_call_out_and_is_replaced(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper alive but not answering (SIGSTOP) holds a call no longer than the pool's
+    deadline (twice the provider's timeout plus the grace): the call fails as ``timeout``
+    naming the client process, a second call it held fails too, the helper is killed, and
+    the next call is answered by a new helper."""
+    monkeypatch.setattr(client_process, "GRACE_S", 0.5)
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        provider = OpenAIProvider("loopback", base_url=server.base_url, api_key_env="K",
+                                  environ={"K": KEY}, client_processes=1, timeout_s=1.0)
+        try:
+            expected = provider.respond(REQUESTS[1])  # starts the helper
+            (first,) = provider.client_pids()
+            os.kill(first, signal.SIGSTOP)
+            caught: list[BaseException] = []
+
+            def call(request: Request) -> None:
+                try:
+                    provider.respond(request)
+                except BaseException as exc:  # examined below
+                    caught.append(exc)
+
+            started = time.monotonic()
+            threads = [threading.Thread(target=call, args=(r,)) for r in REQUESTS[:2]]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(15)
+            waited = time.monotonic() - started
+            assert not any(t.is_alive() for t in threads)
+            assert len(caught) == 2 and all(isinstance(c, CallFailure) for c in caught)
+            outcomes = sorted(c.outcome.value for c in caught if isinstance(c, CallFailure))
+            assert "timeout" in outcomes and set(outcomes) <= {"timeout", "network_error"}
+            timed_out = next(c for c in caught if isinstance(c, CallFailure)
+                             and c.outcome is Outcome.TIMEOUT)
+            assert "client process" in timed_out.detail and "2.5s" in timed_out.detail
+            assert 2.0 <= waited < 10.0
+            assert _wait_gone([first])  # killed (a stopped process takes SIGKILL too)
+            assert provider.respond(REQUESTS[1]) == expected
+            (second,) = provider.client_pids()
+            assert second != first
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(first, signal.SIGCONT)
             provider.close()
 
 

@@ -23,10 +23,14 @@ What holds:
   semaphore), so the bound is global, not per helper.
 * A helper that dies fails every call it held as ``network_error`` (a reliability
   outcome the runner counts and retries: the request may have left) and is replaced on
-  the next call. A helper whose runner dies (SIGKILL included) sees its socket close and
-  exits; a child forked from the runner closes its copies of the sockets at once, so it
-  keeps no helper alive. After :meth:`ClientPool.close` every waiting or later call fails
-  as ``network_error``.
+  the next call. A helper alive but not answering (stopped, or wedged) cannot hold a call
+  forever: its own SDK client times a call out after the provider's timeout, so a call it
+  has not answered by :meth:`ClientPool.deadline_s` fails as ``timeout``, and the helper
+  is killed (failing the other calls it held as ``network_error``) and replaced. A
+  helper whose runner dies (SIGKILL included) sees its socket close and exits; a child
+  forked from the runner closes its copies of the sockets at once, so it keeps no helper
+  alive. After :meth:`ClientPool.close` every waiting or later call fails as
+  ``network_error``.
 * Frames are a 4-byte length and a pickle, over a socket pair private to the two
   processes; nothing else can write to it.
 """
@@ -64,6 +68,9 @@ HELPER_COMMAND = "from rungbench.agents.client_process import helper_entry; help
 """What a helper's interpreter runs (the socket's descriptor follows as its argument)."""
 JOIN_S = 5.0
 """How long :meth:`ClientPool.close` waits for a helper to exit before killing it."""
+GRACE_S = 5.0
+"""Seconds past twice the provider's timeout after which a call a helper holds is given
+up (:meth:`ClientPool.deadline_s`)."""
 
 
 @dataclass(frozen=True)
@@ -286,6 +293,21 @@ class _Helper:
                     f"client process {self.name} exited (code {self.process.poll()}) "
                     "with the call in flight"))
 
+    def expire(self, ident: int, deadline_s: float) -> None:
+        """Call ``ident`` had no reply by its deadline: fail it as ``timeout``; the helper,
+        which its own SDK timeout did not make answer, is killed (its other calls fail as
+        ``network_error``) and replaced on the next call."""
+        future = self.pending.pop(ident, None)
+        if future is None or future.done():
+            return
+        future.set_exception(CallFailure(
+            Outcome.TIMEOUT, f"no reply within {deadline_s:g}s from client process "
+            f"{self.name} (unresponsive: killed and replaced)"))
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.channel.close()
+
     def stop(self) -> None:
         """End the socket (the helper exits at once), then make sure it has: callable from
         any thread, the loop's included (the shutdown needs no loop turn)."""
@@ -313,6 +335,12 @@ class ClientPool:
         """Helpers started so far (replacements included)."""
         self.closed = False
         _POOLS.add(self)
+
+    @property
+    def deadline_s(self) -> float:
+        """Seconds a call may wait on its helper: twice the provider's timeout (the
+        helper's SDK client raises its own timeout after one) plus :data:`GRACE_S`."""
+        return 2 * self.spec.timeout_s + GRACE_S
 
     async def respond(self, request: Request) -> Response:
         """Send ``request`` through the next helper; return its response (or raise its
@@ -343,10 +371,16 @@ class ClientPool:
             raise CallFailure(Outcome.NETWORK_ERROR,
                               f"client process {helper.name} exited before the call")
         ident = next(self._ids)
-        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Response] = loop.create_future()
         helper.pending[ident] = future
         helper.channel.send((ident, request))
-        return await future
+        deadline = self.deadline_s
+        timer = loop.call_later(deadline, helper.expire, ident, deadline)
+        try:
+            return await future
+        finally:
+            timer.cancel()
 
     def pids(self) -> list[int]:
         """Process ids of the helpers started and not yet replaced (in slot order)."""
