@@ -309,25 +309,37 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
 """Record name to model, in the order the schemas are written."""
 
 
-def json_schemas() -> dict[str, dict[str, Any]]:
-    """Return the JSON Schema of every record, each tagged with the records version."""
+def _tagged_schemas(models: dict[str, type[BaseModel]], version: str
+                    ) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each model, its ``$id`` tagged with ``version``."""
     out: dict[str, dict[str, Any]] = {}
-    for name, model in SCHEMA_MODELS.items():
+    for name, model in models.items():
         schema = model.model_json_schema()
-        schema["$id"] = f"{RECORDS_VERSION}/{name}"
+        schema["$id"] = f"{version}/{name}"
         out[name] = schema
     return out
 
 
-def write_schemas(directory: pathlib.Path) -> list[pathlib.Path]:
-    """Write ``<name>.schema.json`` for every record into ``directory``; return the paths."""
+def _write_schema_files(directory: pathlib.Path, schemas: dict[str, dict[str, Any]],
+                        suffix: str) -> list[pathlib.Path]:
+    """Write ``<name><suffix>`` for every schema into ``directory``; return the paths."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, schema in json_schemas().items():
-        path = directory / f"{name}.schema.json"
+    for name, schema in schemas.items():
+        path = directory / f"{name}{suffix}"
         path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """Return the JSON Schema of every record, each tagged with the records version."""
+    return _tagged_schemas(SCHEMA_MODELS, RECORDS_VERSION)
+
+
+def write_schemas(directory: pathlib.Path) -> list[pathlib.Path]:
+    """Write ``<name>.schema.json`` for every record into ``directory``; return the paths."""
+    return _write_schema_files(directory, json_schemas(), ".schema.json")
 
 
 # ---------------------------------------------------------------- records/2
@@ -515,20 +527,9 @@ SCHEMA_MODELS_2: dict[str, type[BaseModel]] = {
 
 def json_schemas_2() -> dict[str, dict[str, Any]]:
     """Return the JSON Schema of every records/2 model, tagged with the records/2 version."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, model in SCHEMA_MODELS_2.items():
-        schema = model.model_json_schema()
-        schema["$id"] = f"{RECORDS_VERSION_2}/{name}"
-        out[name] = schema
-    return out
+    return _tagged_schemas(SCHEMA_MODELS_2, RECORDS_VERSION_2)
 
 
 def write_schemas_2(directory: pathlib.Path) -> list[pathlib.Path]:
     """Write ``<name>.v2.schema.json`` for every records/2 model into ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, schema in json_schemas_2().items():
-        path = directory / f"{name}.v2.schema.json"
-        path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        paths.append(path)
-    return paths
+    return _write_schema_files(directory, json_schemas_2(), ".v2.schema.json")
