@@ -104,7 +104,7 @@ class Enumerator:
 
     def mass(self, mask: np.ndarray) -> float:
         """Total probability of the configurations in ``mask``."""
-        return float(self.weight @ mask)
+        return float(self.weight[mask].sum())  # not BLAS: the same sum on every CPU
 
     def conditional(self, target: np.ndarray, given: np.ndarray, *, field: str) -> float:
         """P(target | given); InputError naming ``field`` when P(given) = 0."""
@@ -155,7 +155,8 @@ class Enumerator:
         reweight = self.weight * (post[key] / prior[key])
         # The reweighted masses sum to 1 only up to rounding (one ulp above it was
         # seen, e.g. 1.0000000000000002): clip the probability into [0, 1].
-        return min(1.0, max(0.0, float(reweight @ self.mask(self.solve(do), target))))
+        mass = float(reweight[self.mask(self.solve(do), target)].sum())
+        return min(1.0, max(0.0, mass))
 
     def joint_counterfactual(self, events: list[tuple[Mapping[str, DoValue],
                                                       Mapping[str, int]]]) -> float:

@@ -142,7 +142,8 @@ def frontdoor_estimate(joint: ObservedDistribution, x: str, y: str, m: tuple[str
         return None
     safe = np.where(pxm > 0.0, pxm, 1.0)
     p_y_given_xm = t[:, y_val] / safe  # axes: x', m...
-    inner = np.tensordot(px, p_y_given_xm, axes=(0, 0))
+    weights = px.reshape((-1,) + (1,) * (p_y_given_xm.ndim - 1))
+    inner = (weights * p_y_given_xm).sum(axis=0)  # not BLAS: the same sum on every CPU
     return float(np.sum(p_m_given_x * inner))
 
 

@@ -68,7 +68,12 @@ class Variable:
         if cached is None:
             probs = np.array([r.p for r in self.responses])
             tables = np.array([r.table for r in self.responses], dtype=float)
-            cached = np.stack([probs @ (1.0 - tables), probs @ tables])
+            # elementwise products summed in numpy's own order, not a BLAS product: a
+            # BLAS kernel's summation order depends on the CPU, and the sealed values of a
+            # bench must not (the same build is byte-identical on every host)
+            weighted = probs[:, None]
+            cached = np.stack([(weighted * (1.0 - tables)).sum(axis=0),
+                               (weighted * tables).sum(axis=0)])
             cached.setflags(write=False)
             object.__setattr__(self, "_cpd", cached)
         return cached
