@@ -164,7 +164,8 @@ def test_a_stopped_helper_times_its_call_out_and_is_replaced(
     """A helper alive but not answering (SIGSTOP) holds a call no longer than the pool's
     deadline (twice the provider's timeout plus the grace): the call fails as ``timeout``
     naming the client process, a second call it held fails too, the helper is killed, and
-    the next call is answered by a new helper."""
+    the next call is answered by a new helper (whose deadline runs only once it is ready,
+    so a slow start on a loaded host does not kill it)."""
     monkeypatch.setattr(client_process, "GRACE_S", 0.5)
     with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
         provider = OpenAIProvider("loopback", base_url=server.base_url, api_key_env="K",
@@ -203,6 +204,28 @@ def test_a_stopped_helper_times_its_call_out_and_is_replaced(
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(first, signal.SIGCONT)
+            provider.close()
+
+
+def test_a_helper_not_ready_in_time_is_killed_and_its_call_fails(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper that has not said it is ready within ``START_S`` (here 0.05 s, less than an
+    interpreter takes to import the SDK) is killed: its call fails as ``network_error``
+    saying so, and with the usual allowance the next call is answered by a new helper."""
+    monkeypatch.setattr(client_process, "START_S", 0.05)
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, requests=REQUESTS) as server:
+        provider = _provider(server, 1)
+        try:
+            with pytest.raises(CallFailure) as caught:
+                provider.respond(REQUESTS[0])
+            assert caught.value.outcome is Outcome.NETWORK_ERROR
+            assert "not ready within 0.05s" in caught.value.detail
+            (first,) = provider.client_pids()
+            assert _wait_gone([first])
+            monkeypatch.setattr(client_process, "START_S", 60.0)
+            provider.respond(REQUESTS[0])
+            assert provider.client_pids() != [first]
+        finally:
             provider.close()
 
 

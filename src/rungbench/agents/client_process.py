@@ -25,8 +25,10 @@ What holds:
   outcome the runner counts and retries: the request may have left) and is replaced on
   the next call. A helper alive but not answering (stopped, or wedged) cannot hold a call
   forever: its own SDK client times a call out after the provider's timeout, so a call it
-  has not answered by :meth:`ClientPool.deadline_s` fails as ``timeout``, and the helper
-  is killed (failing the other calls it held as ``network_error``) and replaced. A
+  has not answered :meth:`ClientPool.deadline_s` after the helper said it was ready fails
+  as ``timeout``, and the helper is killed (failing the other calls it held as
+  ``network_error``) and replaced; a helper not ready within :data:`START_S` is killed the
+  same way, its calls failing as ``network_error``. A
   helper whose runner dies (SIGKILL included) sees its socket close and exits; a child
   forked from the runner closes its copies of the sockets at once, so it keeps no helper
   alive. After :meth:`ClientPool.close` every waiting or later call fails as
@@ -70,7 +72,11 @@ JOIN_S = 5.0
 """How long :meth:`ClientPool.close` waits for a helper to exit before killing it."""
 GRACE_S = 5.0
 """Seconds past twice the provider's timeout after which a call a helper holds is given
-up (:meth:`ClientPool.deadline_s`)."""
+up (:meth:`ClientPool.deadline_s`), counted from when the helper said it was ready."""
+START_S = 60.0
+"""Seconds a helper has to start (interpreter, imports, provider) and say it is ready."""
+READY = (0, None, None)
+"""The frame a helper sends once its provider is built (call ids start at 1)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +226,7 @@ async def _serve(sock: socket.socket, provider: Any, rest: bytes) -> None:
 
     channel = Channel(received, lost)
     await loop.create_unix_connection(lambda: channel, sock=sock)
+    channel.send(READY)  # the provider is built: deadlines start now
     if rest:
         channel.data_received(rest)
     await ended
@@ -231,7 +238,7 @@ async def _serve(sock: socket.socket, provider: Any, rest: bytes) -> None:
 class _Helper:
     """One helper process and the runner's end of its socket."""
 
-    def __init__(self, spec: ClientSpec, ident: int) -> None:
+    def __init__(self, spec: ClientSpec, ident: int, deadline_s: float) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         # a plain child process (not multiprocessing's): no interpreter-exit hook of the
         # runner, or of a process forked from it, ever terminates or joins it
@@ -256,6 +263,12 @@ class _Helper:
         self.channel = Channel(self._received, self._lost)
         self._opening: asyncio.Future[None] | None = None
         self.alive = True
+        self.ready = False
+        """The helper said its provider is built (its calls' deadlines run from then)."""
+        self.deadline_s = deadline_s
+        self.timers: dict[int, asyncio.TimerHandle] = {}
+        self._start_timer: asyncio.TimerHandle | None = None
+        self._lost_why = "exited"
 
     async def opened(self) -> None:
         """Return once the runner's end is open (the first caller opens it)."""
@@ -270,8 +283,33 @@ class _Helper:
         loop = asyncio.get_running_loop()
         await loop.create_unix_connection(lambda: self.channel, sock=self.sock)
         self.channel.send(self.spec)  # the first frame (the key crosses only this socket)
+        if not self.ready:
+            self._start_timer = loop.call_later(START_S, self._not_started)
+
+    def arm(self, ident: int) -> None:
+        """Start call ``ident``'s deadline (once the helper is ready)."""
+        if self.ready and ident in self.pending and ident not in self.timers:
+            self.timers[ident] = asyncio.get_running_loop().call_later(
+                self.deadline_s, self.expire, ident)
+
+    def disarm(self, ident: int) -> None:
+        """Cancel call ``ident``'s deadline (it was answered, failed or cancelled)."""
+        timer = self.timers.pop(ident, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _not_started(self) -> None:
+        if not self.ready and self.alive:
+            self._kill(f"was killed (not ready within {START_S:g}s)")
 
     def _received(self, value: Any) -> None:
+        if value == READY:
+            self.ready = True
+            if self._start_timer is not None:
+                self._start_timer.cancel()
+            for ident in list(self.pending):
+                self.arm(ident)
+            return
         ident, response, failed = value
         future = self.pending.pop(ident, None)
         if future is None or future.done():
@@ -285,25 +323,33 @@ class _Helper:
 
     def _lost(self) -> None:
         self.alive = False
+        if self._start_timer is not None:
+            self._start_timer.cancel()
         pending, self.pending = self.pending, {}
         for future in pending.values():
             if not future.done():
                 future.set_exception(CallFailure(
                     Outcome.NETWORK_ERROR,
-                    f"client process {self.name} exited (code {self.process.poll()}) "
-                    "with the call in flight"))
+                    f"client process {self.name} {self._lost_why} (code "
+                    f"{self.process.poll()}) with the call in flight"))
 
-    def expire(self, ident: int, deadline_s: float) -> None:
+    def expire(self, ident: int) -> None:
         """Call ``ident`` had no reply by its deadline: fail it as ``timeout``; the helper,
         which its own SDK timeout did not make answer, is killed (its other calls fail as
         ``network_error``) and replaced on the next call."""
+        self.timers.pop(ident, None)
         future = self.pending.pop(ident, None)
         if future is None or future.done():
             return
         future.set_exception(CallFailure(
-            Outcome.TIMEOUT, f"no reply within {deadline_s:g}s from client process "
+            Outcome.TIMEOUT, f"no reply within {self.deadline_s:g}s from client process "
             f"{self.name} (unresponsive: killed and replaced)"))
+        self._kill("was killed (unresponsive)")
+
+    def _kill(self, why: str) -> None:
+        """Kill the helper: its calls fail (``why`` says how it ended); replaced later."""
         self.alive = False
+        self._lost_why = why
         with contextlib.suppress(OSError):
             self.process.kill()
         self.channel.close()
@@ -351,7 +397,7 @@ class ClientPool:
         if not self.started:  # the first call starts them all: their imports overlap
             for k in range(len(self.helpers)):
                 self.started += 1
-                self.helpers[k] = _Helper(self.spec, self.started)
+                self.helpers[k] = _Helper(self.spec, self.started, self.deadline_s)
         slot = next(self._turn) % len(self.helpers)
         helper = self.helpers[slot]
         if helper is None or not helper.alive:
@@ -359,7 +405,7 @@ class ClientPool:
                 threading.Thread(target=helper.stop, name=f"{helper.name}-reaper",
                                  daemon=True).start()
             self.started += 1
-            helper = _Helper(self.spec, self.started)
+            helper = _Helper(self.spec, self.started, self.deadline_s)
             self.helpers[slot] = helper  # before any await: one helper per slot
         try:
             await helper.opened()
@@ -375,12 +421,11 @@ class ClientPool:
         future: asyncio.Future[Response] = loop.create_future()
         helper.pending[ident] = future
         helper.channel.send((ident, request))
-        deadline = self.deadline_s
-        timer = loop.call_later(deadline, helper.expire, ident, deadline)
+        helper.arm(ident)  # or when the helper says it is ready
         try:
             return await future
         finally:
-            timer.cancel()
+            helper.disarm(ident)
 
     def pids(self) -> list[int]:
         """Process ids of the helpers started and not yet replaced (in slot order)."""
