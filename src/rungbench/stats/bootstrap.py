@@ -34,6 +34,7 @@ from rungbench.stats.paired import (
     resample_cluster_counts,
     weighted_mean,
 )
+from rungbench.stats.sums import dot_rows
 
 
 @dataclass(frozen=True)
@@ -143,8 +144,8 @@ def cluster_ratio_draws(
     estimates: dict[str, float] = {}
     draws: dict[str, FloatArray] = {}
     for name, (num, den) in pairs.items():
-        top = counts @ np.bincount(codes, weights=num, minlength=n_clusters)
-        bottom = counts @ np.bincount(codes, weights=den, minlength=n_clusters)
+        top = dot_rows(counts, np.bincount(codes, weights=num, minlength=n_clusters))
+        bottom = dot_rows(counts, np.bincount(codes, weights=den, minlength=n_clusters))
         with np.errstate(invalid="ignore", divide="ignore"):
             draws[name] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
         estimates[name] = float(num.sum() / den.sum())

@@ -36,6 +36,7 @@ from rungbench.stats.paired import (
     resample_cluster_counts,
     weighted_mean,
 )
+from rungbench.stats.sums import dot_rows
 
 CONTRASTS: dict[str, tuple[float, float, float, float]] = {
     "main_b": (0.5, 0.5, -0.5, -0.5),
@@ -117,7 +118,8 @@ def factorial_2x2(r00: float, r01: float, r10: float, r11: float) -> FactorialEs
     """The registered 2×2 estimands from the four cell means R(B, L) (seed 000)."""
     cells = as_finite_vector([r00, r01, r10, r11], field="r")
     return FactorialEstimands(
-        **{name: float(np.dot(coef, cells)) for name, coef in CONTRASTS.items()})
+        **{name: float(dot_rows(cells, np.asarray(coef, dtype=np.float64)))
+           for name, coef in CONTRASTS.items()})
 
 
 def factorial_2x2_paired(
@@ -145,7 +147,7 @@ def factorial_2x2_paired(
     counts = resample_cluster_counts(n_clusters, n_boot, as_generator(rng))
     out: dict[str, PairedDelta] = {}
     for name, coef in CONTRASTS.items():
-        contrast: FloatArray = np.asarray(coef) @ cells
+        contrast = dot_rows(cells.T, np.asarray(coef, dtype=np.float64))
         low, high = percentile_interval(
             bootstrap_means(contrast, codes, n_clusters, counts, weighting), alpha)
         out[name] = PairedDelta(

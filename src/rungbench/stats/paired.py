@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from rungbench.errors import InputError
 from rungbench.stats._checks import FloatArray, as_finite_vector, check_alpha, check_count
+from rungbench.stats.sums import dot_rows
 
 Weighting = Literal["unit", "cluster"]
 """``unit``: every paired unit weighs the same; ``cluster``: every cluster weighs the same."""
@@ -150,9 +151,9 @@ def bootstrap_means(values: FloatArray, codes: IntArray, n_clusters: int,
     sums, sizes = _cluster_totals(values, codes, n_clusters)
     weights = counts.astype(np.float64)
     if weighting == "unit":
-        result: FloatArray = (weights @ sums) / (weights @ sizes)
+        result: FloatArray = dot_rows(weights, sums) / dot_rows(weights, sizes)
     else:
-        result = (weights @ (sums / sizes)) / weights.sum(axis=1)
+        result = dot_rows(weights, sums / sizes) / weights.sum(axis=1)
     return result
 
 

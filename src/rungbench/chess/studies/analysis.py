@@ -41,6 +41,7 @@ from rungbench.errors import InputError
 from rungbench.stats import clopper_pearson, cluster_tests, holm_adjust
 from rungbench.stats.bootstrap import MeanTest
 from rungbench.stats.factorial import CONTRASTS
+from rungbench.stats.sums import dot_rows
 
 CATASTROPHIC = 0.40
 """Catastrophic-blunder threshold on WDL regret (``regret.CATASTROPHIC_PPM`` / 1e6)."""
@@ -188,7 +189,8 @@ def _factorial(units: _Units, analysis: str, settings: Settings, *, cluster: str
     if len(units.positions) < 2 or len(set(units.games)) < 2:
         return {}
     clusters = units.games if cluster == "game" else units.positions
-    vectors = {name: np.asarray(CONTRASTS[name]) @ units.cells.T for name in estimands}
+    vectors = {name: dot_rows(units.cells, np.asarray(CONTRASTS[name], dtype=np.float64))
+               for name in estimands}
     tests = cluster_tests(vectors, clusters, n_boot=settings.n_boot, alpha=settings.alpha,
                           rng=stream(settings, label, analysis),
                           weighting="cluster" if weighting == "cluster" else "unit")
