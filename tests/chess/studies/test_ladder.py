@@ -31,6 +31,10 @@ from rungbench.chess.studies.manifest import load_manifest
 from rungbench.chess.studies.planted import TWO_STAGE, loopback_provider, planted_agent
 from rungbench.errors import Refusal
 
+pytestmark = pytest.mark.xdist_group("ladder")
+"""One worker runs the module, so the costly ``ladder`` fixture is built once, not once per
+worker (with ``--dist loadgroup`` it was built twice, ~5 minutes each, in parallel)."""
+
 REPS = 10
 """Seeded replicate runs of each planted agent (24 positions each)."""
 CHOICE_REPS = 5
