@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import platform
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from tests.blas_kernels import outputs_under_kernels
 
 from rungbench.stats.sums import dot_rows
 
@@ -43,19 +39,10 @@ def test_dot_rows_is_the_matrix_product() -> None:
     assert dot_rows(matrix, vector).dtype == np.float64
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="OpenBLAS x86 kernels")
 def test_bootstraps_and_contrasts_are_byte_identical_under_any_blas_kernel() -> None:
     """Cluster bootstrap intervals, ratio draws (every bit) and factorial contrasts computed
-    under OpenBLAS's oldest x86 kernel (Prescott) and under the one this CPU picks are
+    under OpenBLAS's oldest kernel (Prescott on x86) and under the one this CPU picks are
     identical: no published statistic depends on the host's BLAS summation order."""
-    outputs = []
-    for kernel in ("Prescott", None):
-        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-        if kernel is not None:
-            env["OPENBLAS_CORETYPE"] = kernel
-        done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                              text=True, timeout=300, check=False)
-        assert done.returncode == 0, done.stderr[-2000:]
-        outputs.append(done.stdout)
-    assert outputs[0] == outputs[1]
-    assert len(outputs[0]) > 1000
+    oldest, native = outputs_under_kernels(SCRIPT)
+    assert oldest == native
+    assert len(native) > 1000

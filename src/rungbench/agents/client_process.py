@@ -28,11 +28,10 @@ What holds:
   has not answered :meth:`ClientPool.deadline_s` after the helper said it was ready fails
   as ``timeout``, and the helper is killed (failing the other calls it held as
   ``network_error``) and replaced; a helper not ready within :data:`START_S` is killed the
-  same way, its calls failing as ``network_error``. A
-  helper whose runner dies (SIGKILL included) sees its socket close and exits; a child
-  forked from the runner closes its copies of the sockets at once, so it keeps no helper
-  alive. After :meth:`ClientPool.close` every waiting or later call fails as
-  ``network_error``.
+  same way, its calls failing as ``network_error``. A helper whose runner dies (SIGKILL
+  included) sees its socket close and exits; a child forked from the runner closes its
+  copies of the sockets at once, so it keeps no helper alive. After
+  :meth:`ClientPool.close` every waiting or later call fails as ``network_error``.
 * Frames are a 4-byte length and a pickle, over a socket pair private to the two
   processes; nothing else can write to it.
 """
@@ -283,8 +282,7 @@ class _Helper:
         loop = asyncio.get_running_loop()
         await loop.create_unix_connection(lambda: self.channel, sock=self.sock)
         self.channel.send(self.spec)  # the first frame (the key crosses only this socket)
-        if not self.ready:
-            self._start_timer = loop.call_later(START_S, self._not_started)
+        self._start_timer = loop.call_later(START_S, self._not_started)  # READY cancels it
 
     def arm(self, ident: int) -> None:
         """Start call ``ident``'s deadline (once the helper is ready)."""
