@@ -78,6 +78,19 @@ def test_a_search_out_of_steps_certifies_nothing(monkeypatch: pytest.MonkeyPatch
     assert got == pytest.approx(want, abs=1e-12)
 
 
+def test_evidence_possible_in_every_row_needs_no_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """D is a noisy copy of C, so D=1 has positive probability whatever C: with no search
+    steps allowed, the C-D part is still certified and dropped (two tables left)."""
+    monkeypatch.setattr(relevance, "WITNESS_STEPS", 0)
+    w = _two_parts(mech.noisy_function(lambda b: b[0], 1, 0.2))
+    elimination.clear_caches()
+    got = oracle.probability(w, Query(1, {"B": 1}, {}, {"D": 1}), method="elimination")
+    assert _plan_tables(w) == 2
+    want = oracle.probability(w, Query(1, {"B": 1}, {}, {}), method="enumeration")
+    assert got == pytest.approx(want, abs=1e-12)
+
+
 def test_dropping_parts_changes_no_answer_and_no_refusal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -112,7 +125,7 @@ def test_dropping_parts_changes_no_answer_and_no_refusal(
     pruned = answers()
     pruned_tables = tables()
     monkeypatch.setattr(elimination, "_split",
-                        lambda planned, evidence, query: (list(range(len(planned))), []))
+                        lambda reduced, query: (list(range(len(reduced))), []))
     whole = answers()
     assert pruned_tables < tables()  # parts were dropped
     elimination.clear_caches()

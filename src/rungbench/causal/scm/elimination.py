@@ -215,9 +215,7 @@ def _factor_plan(var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]
         node, ps = group[0]
         parents = [p for p in ps if isinstance(p, str)]
         if len(set(parents)) == len(parents) and node not in parents:
-            rows = 2 ** len(parents)
-            return (node, *parents), max(2 * rows, len(var.responses) * rows,
-                                         rows * len(parents))
+            return _lone_plan(var, node, parents)
     copy_nodes = [n for n, _ in group]
     parents = list(dict.fromkeys(p for _, ps in group for p in ps
                                  if isinstance(p, str) and p not in copy_nodes))
@@ -225,6 +223,13 @@ def _factor_plan(var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]
     rows = 2 ** len(parents)
     built = max(2 ** len(scope), len(var.responses) * rows * len(group), rows * len(parents))
     return scope, built
+
+
+def _lone_plan(var: Variable, node: str, parents: Sequence[str]
+               ) -> tuple[tuple[str, ...], int]:
+    """:func:`_factor_plan` of a lone copy over distinct variable ``parents``: its CPD."""
+    rows = 2 ** len(parents)
+    return (node, *parents), max(2 * rows, len(var.responses) * rows, rows * len(parents))
 
 
 def plan_check(world: World, factors: Sequence[tuple[Variable, Sequence[tuple[str, Sequence[
@@ -237,19 +242,27 @@ def plan_check(world: World, factors: Sequence[tuple[Variable, Sequence[tuple[st
     indices of the factors eliminated (default all; every factor's own table still counts).
     """
     planned = [_factor_plan(var, group) for var, group in factors]
-    return _checked(world.world_id, planned, evidence, keep, budget, only)
+    return _checked(world.world_id, planned, _reduced(planned, evidence), keep, budget, only)
+
+
+def _reduced(planned: Sequence[tuple[tuple[str, ...], int]], evidence: Mapping[str, int]
+             ) -> list[tuple[str, ...]]:
+    """Each planned factor's scope with the evidence variables fixed (dropped)."""
+    if not evidence:
+        return [scope for scope, _ in planned]
+    return [tuple([v for v in scope if v not in evidence]) for scope, _ in planned]
 
 
 def _checked(world_id: str, planned: Sequence[tuple[tuple[str, ...], int]],
-             evidence: Mapping[str, int], keep: Sequence[str], budget: int,
+             reduced: Sequence[tuple[str, ...]], keep: Sequence[str], budget: int,
              only: Sequence[int] | None) -> Contraction:
-    """:func:`plan_check` on the factors' (scope, entries built) already computed."""
+    """:func:`plan_check` on the factors' (scope, entries built) and reduced scopes already
+    computed."""
     worst, worst_vars = 0, 0
     for scope, entries in planned:
         if entries > worst:
             worst, worst_vars = entries, len(scope)
-    scopes = [tuple(v for v in planned[i][0] if v not in evidence)
-              for i in (range(len(planned)) if only is None else only)]
+    scopes = list(reduced) if only is None else [reduced[i] for i in only]
     plan = compile_contraction(scopes, _order_unless_small(scopes, keep), keep)
     if 2**plan.largest > worst:
         worst, worst_vars = 2**plan.largest, plan.largest
@@ -465,12 +478,21 @@ class _Plan:
 def _compile(world: World, net: _Network, worlds: Sequence[WorldSpec],
              given: Sequence[WorldSpec], budget: int) -> _Plan:
     specs = list(worlds) + list(given)
+    do = _one_world(specs)
+    if do is not None:
+        return _compile_one_world(world, net, do, specs, len(worlds), budget)
+    return _compile_multi_world(world, net, specs, len(worlds), budget)
+
+
+def _compile_multi_world(world: World, net: _Network, specs: Sequence[WorldSpec],
+                         n_targets: int, budget: int) -> _Plan:
+    """The plan of a query over ``specs`` (the first ``n_targets`` hold the target)."""
     node_of, copies, fresh = _build_nodes(world, net, specs)
     target: dict[str, int] = {}
     evidence: dict[str, int] = {}
     conflict = False  # the target contradicts itself or the evidence: P = 0 if P(evidence) > 0
     for w, spec in enumerate(specs):
-        is_target = w < len(worlds)
+        is_target = w < n_targets
         bucket = target if is_target else evidence
         for name, value in spec.event.items():
             at = node_of[w][name]
@@ -497,26 +519,104 @@ def _compile(world: World, net: _Network, worlds: Sequence[WorldSpec],
         groups = [[c] for c in by_node.items() if c[0] in needed and c[0] in fresh]
         plan.extend((var, group) for group in ([live] if live else []) + groups)
     planned = [_factor_plan(var, group) for var, group in plan]
-    kept, others = _split(planned, evidence, query)
+    reduced = _reduced(planned, evidence)
+    kept, others = _split(reduced, query)
     kept = sorted(kept + _doubtful(plan, evidence, others))
-    contraction = _checked(world.world_id, planned, evidence, query, budget, kept)
+    contraction = _checked(world.world_id, planned, reduced, query, budget, kept)
     factors = [reduce(net.factor(*plan[i]), evidence) for i in kept]
     tables = tuple(contraction.align(i, f.variables, f.table) for i, f in enumerate(factors))
     return _Plan(False, conflict, query, tuple(target[q] for q in query), tables, contraction)
+
+
+def _one_world(specs: Sequence[WorldSpec]) -> Mapping[str, int] | None:
+    """The shared intervention when every spec reads one world (the same ``do``, no borrowed
+    or fresh noise: rungs 1 and 2); None for a multi-world network."""
+    do = specs[0].do
+    for spec in specs:
+        if spec.borrow or spec.fresh_noise or spec.do != do:
+            return None
+    return do
+
+
+def _compile_one_world(world: World, net: _Network, do: Mapping[str, int],
+                       specs: Sequence[WorldSpec], n_targets: int, budget: int) -> _Plan:
+    """:func:`_compile` of a one-world network, without building the multi-world one.
+
+    The same plan, bit for bit (the same node names, factors, order and contraction:
+    ``tests/causal/scm/test_elimination.py`` compares them): a variable the intervention
+    reaches is node ``V@0``, as :func:`_build_nodes` names the copy of world 0, the others
+    keep their name; each factor is its variable's CPD indexed once by the intervened
+    values and the evidence. Cold rung-1 and rung-2 queries on small worlds spend most of
+    their time here (the multi-world bookkeeping was about a third of it, measured)."""
+    reached = net.descendants(do) if do else frozenset()
+
+    def at(name: str) -> str | int:
+        if name in do:
+            return int(do[name])
+        return f"{name}@0" if name in reached else name
+
+    target: dict[str, int] = {}
+    evidence: dict[str, int] = {}
+    name_of: dict[str, str] = {}
+    conflict = False
+    for w, spec in enumerate(specs):  # the same resolution as _compile's
+        is_target = w < n_targets
+        bucket = target if is_target else evidence
+        for name, value in spec.event.items():
+            node = at(name)
+            if isinstance(node, int) or bucket.get(node, value) != value:
+                if (node if isinstance(node, int) else bucket[node]) == value:
+                    continue
+                if not is_target:
+                    return _Plan(True, False, (), (), (), None)
+                conflict = True
+                continue
+            bucket[node] = value
+            name_of[node] = name
+    for node, value in list(target.items()):
+        if node in evidence:
+            conflict = conflict or evidence[node] != value
+            del target[node]
+    if conflict:
+        target = {}
+    query = tuple(sorted(target))
+    needed = {name_of[n] for n in (*query, *evidence)}
+    for v in reversed(world.variables):  # ancestors in the mutilated graph
+        if v.name in needed and v.name not in do:
+            needed.update(v.parents)
+    plan: list[tuple[Variable, list[tuple[str, list[str | int]]]]] = []
+    planned: list[tuple[tuple[str, ...], int]] = []
+    for v in world.variables:
+        if v.name in needed and v.name not in do:
+            node, parents = str(at(v.name)), [at(p) for p in v.parents]
+            plan.append((v, [(node, parents)]))
+            planned.append(_lone_plan(v, node, [p for p in parents if isinstance(p, str)]))
+    reduced = _reduced(planned, evidence)
+    kept, others = _split(reduced, query)
+    kept = sorted(kept + _doubtful(plan, evidence, others))
+    contraction = _checked(world.world_id, planned, reduced, query, budget, kept)
+    tables = []
+    every = slice(None)
+    for slot, i in enumerate(kept):
+        var, ((node, parents),) = plan[i]
+        index = tuple([evidence.get(a, every) if isinstance(a, str) else a
+                       for a in (node, *parents)])
+        tables.append(contraction.align(slot, reduced[i], _cpd_axes(var)[index]))
+    return _Plan(False, conflict, query, tuple(target[q] for q in query), tuple(tables),
+                 contraction)
 
 
 Group = Sequence[tuple[str, Sequence[str | int]]]
 """The copies one factor covers: (node, parent nodes or intervened constants) per copy."""
 
 
-def _split(planned: Sequence[tuple[tuple[str, ...], int]], evidence: Mapping[str, int],
-           query: Sequence[str]) -> tuple[list[int], list[list[int]]]:
+def _split(reduced: Sequence[tuple[str, ...]], query: Sequence[str]
+           ) -> tuple[list[int], list[list[int]]]:
     """(indices of the factors connected to a query node once the evidence is fixed, the
     other components' indices): ``relevance.split`` on the reduced scopes, no table built."""
     if not query:
-        return list(range(len(planned))), []
-    scopes = [[n for n in scope if n not in evidence] for scope, _ in planned]
-    kept, others = relevance.split(scopes, query)
+        return list(range(len(reduced))), []
+    kept, others = relevance.split(reduced, query)
     return kept, list(others.values())
 
 

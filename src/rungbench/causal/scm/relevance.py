@@ -11,14 +11,14 @@ only when that cannot happen, certified without eliminating it (:func:`has_posit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rungbench.causal.scm.world import Variable
 
 
-def components(scopes: Sequence[Sequence[str]]) -> list[int]:
-    """Component of each factor (factors sharing a variable share a component; a factor
-    with no variable left is a component of its own)."""
+def _roots(scopes: Sequence[Sequence[str]]) -> tuple[dict[str, str], Callable[[str], str]]:
+    """Union-find over the variables of ``scopes`` (variables of one scope are joined):
+    (the parent map, its root function with path halving)."""
     parent: dict[str, str] = {}
 
     def root(a: str) -> str:
@@ -28,12 +28,20 @@ def components(scopes: Sequence[Sequence[str]]) -> list[int]:
         return a
 
     for sc in scopes:
-        for a in sc:
-            parent.setdefault(a, a)
+        if not sc:
+            continue
+        first = root(sc[0]) if sc[0] in parent else parent.setdefault(sc[0], sc[0])
         for a in sc[1:]:
-            ra, rb = root(a), root(sc[0])
-            if ra != rb:
-                parent[ra] = rb
+            ra = root(a) if a in parent else parent.setdefault(a, a)
+            if ra != first:
+                parent[ra] = first
+    return parent, root
+
+
+def components(scopes: Sequence[Sequence[str]]) -> list[int]:
+    """Component of each factor (factors sharing a variable share a component; a factor
+    with no variable left is a component of its own)."""
+    _, root = _roots(scopes)
     ids: dict[str, int] = {}
     out = []
     for i, sc in enumerate(scopes):
@@ -43,17 +51,19 @@ def components(scopes: Sequence[Sequence[str]]) -> list[int]:
 
 
 def split(scopes: Sequence[Sequence[str]], query: Sequence[str]
-          ) -> tuple[list[int], dict[int, list[int]]]:
-    """(factors in a component holding a query node, the other factors by component)."""
-    comp = components(scopes)
-    wanted = {comp[i] for i, sc in enumerate(scopes) if any(q in sc for q in query)}
+          ) -> tuple[list[int], dict[str, list[int]]]:
+    """(factors in a component holding a query node, the other factors by component, in
+    order of first appearance)."""
+    parent, root = _roots(scopes)
+    wanted = {root(q) for q in query if q in parent}
     kept: list[int] = []
-    others: dict[int, list[int]] = {}
-    for i, c in enumerate(comp):
-        if c in wanted:
+    others: dict[str, list[int]] = {}
+    for i, sc in enumerate(scopes):
+        key = root(sc[0]) if sc else f"#{i}"
+        if key in wanted:
             kept.append(i)
         else:
-            others.setdefault(c, []).append(i)
+            others.setdefault(key, []).append(i)
     return kept, others
 
 
@@ -74,6 +84,9 @@ def has_positive_witness(copies: Sequence[tuple[Variable, str, Sequence[str | in
     proof of impossibility (the search stops after :data:`WITNESS_STEPS` steps, or meets a
     parent outside the component): the caller then eliminates the component.
     """
+    if all(node not in evidence or _possible_in_every_row(var)[evidence[node]]
+           for var, node, _ in copies):
+        return True  # any assignment of the unobserved nodes, each value chosen possible
     value: dict[str, int] = dict(evidence)
     untried: list[list[int]] = []  # per depth: the values left to try there
     depth, steps = 0, 0
@@ -122,3 +135,14 @@ def _rows(var: Variable) -> tuple[tuple[float, float], ...]:
         rows = tuple((float(a), float(b)) for a, b in zip(cpd[0], cpd[1], strict=True))
         object.__setattr__(var, "_cpd_rows", rows)
     return rows
+
+
+def _possible_in_every_row(var: Variable) -> tuple[bool, bool]:
+    """(P(V=0 | row) > 0 in every row, P(V=1 | row) > 0 in every row), kept on the variable:
+    an observed value possible whatever its parents needs no search."""
+    possible: tuple[bool, bool] | None = var.__dict__.get("_possible_in_every_row")
+    if possible is None:
+        rows = _rows(var)
+        possible = (all(r[0] > 0.0 for r in rows), all(r[1] > 0.0 for r in rows))
+        object.__setattr__(var, "_possible_in_every_row", possible)
+    return possible
