@@ -218,7 +218,8 @@ def test_a_lone_copy_with_an_intervened_parent_is_its_sliced_cpd() -> None:
 def _one_world_cases(rng: np.random.Generator) -> list[tuple[World, list[elimination.WorldSpec]]]:
     """Rung-1 and rung-2 specs on random sparse and dense worlds, conflicts included: a target
     or evidence on the intervened variable (agreeing or not), a target repeated in the
-    evidence with the same or the other value, several target variables."""
+    evidence with the same or the other value, several target variables, latent targets and
+    interventions."""
     from rungbench.causal.scm.random_dag import dense_world
 
     cases = []
@@ -226,8 +227,11 @@ def _one_world_cases(rng: np.random.Generator) -> list[tuple[World, list[elimina
         w = (random_world(DagSpec(int(rng.integers(6, 40)), 0.15, 0.1), rng, f"one{k}")
              if k % 2 else dense_world(int(rng.integers(10, 30)), 2.7, rng, f"dense{k}"))
         names = w.observed_names
+        every = [v.name for v in w.variables]  # latent ones too: a target or a do() may be
         for _ in range(6):
-            picks = [str(s) for s in rng.choice(names, 5, replace=False)]
+            picks = [str(s) for s in rng.choice(every, 3, replace=False)]
+            picks += [str(s) for s in rng.choice([n for n in names if n not in picks], 2,
+                                                 replace=False)]
             bits = [int(b) for b in rng.integers(0, 2, 5)]
             do = {} if rng.random() < 0.4 else {picks[0]: bits[0]}
             target = {picks[1]: bits[1]}
