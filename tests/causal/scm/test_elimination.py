@@ -274,7 +274,8 @@ def test_the_one_world_plan_is_the_multi_world_plan_bit_for_bit() -> None:
 
 
 def test_rung_3_and_fresh_noise_take_the_multi_world_compile() -> None:
-    """Two interventions, borrowed values or fresh noise are not one world."""
+    """Two interventions, borrowed values or fresh noise are not one world; no spec at all
+    is not one either (the multi-world compile answers 1, as before)."""
     spec = elimination.WorldSpec
     assert elimination._one_world([spec({"X": 1}, {"Y": 1}), spec({}, {"X": 0})]) is None
     assert elimination._one_world([spec({"X": 1}, {"Y": 1}, fresh_noise=True),
@@ -282,3 +283,23 @@ def test_rung_3_and_fresh_noise_take_the_multi_world_compile() -> None:
     assert elimination._one_world([spec({}, {}), spec({"X": 1}, {"Y": 1}, borrow={"M": 0})]
                                   ) is None
     assert elimination._one_world([spec({"X": 1}, {"Y": 1}), spec({"X": 1}, {})]) == {"X": 1}
+    assert elimination._one_world([]) is None
+    w = random_world(DagSpec(6, 0.3, 0.1), np.random.default_rng(3), "empty")
+    assert elimination.multiworld_probability(w, [], []) == 1.0  # no event: certain
+
+
+@pytest.mark.parametrize("rung", [1, 2, 3])
+def test_an_unknown_variable_is_refused_naming_it(rung: int) -> None:
+    """A spec naming a variable the world does not have is an InputError naming the field,
+    on the one-world and the multi-world compile alike (never a silent answer)."""
+    w = random_world(DagSpec(6, 0.3, 0.1), np.random.default_rng(3), "unknown")
+    x = w.observed_names[0]
+    elimination.clear_caches()
+    with pytest.raises(InputError, match="unknown variable 'NOPE'") as err:
+        if rung == 1:
+            elimination.rung1(w, {"NOPE": 1}, {})
+        elif rung == 2:
+            elimination.rung2(w, {"NOPE": 1}, {x: 1}, {})
+        else:
+            elimination.rung3(w, {x: 1}, {"NOPE": 0}, {})
+    assert err.value.field in ("event.NOPE", "do.NOPE")

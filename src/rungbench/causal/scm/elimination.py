@@ -478,6 +478,11 @@ class _Plan:
 def _compile(world: World, net: _Network, worlds: Sequence[WorldSpec],
              given: Sequence[WorldSpec], budget: int) -> _Plan:
     specs = list(worlds) + list(given)
+    for spec in specs:
+        for part, names in (("event", spec.event), ("do", spec.do), ("borrow", spec.borrow)):
+            for name in names:
+                if name not in world:
+                    raise InputError(f"unknown variable {name!r}", field=f"{part}.{name}")
     do = _one_world(specs)
     if do is not None:
         return _compile_one_world(world, net, do, specs, len(worlds), budget)
@@ -531,6 +536,8 @@ def _compile_multi_world(world: World, net: _Network, specs: Sequence[WorldSpec]
 def _one_world(specs: Sequence[WorldSpec]) -> Mapping[str, int] | None:
     """The shared intervention when every spec reads one world (the same ``do``, no borrowed
     or fresh noise: rungs 1 and 2); None for a multi-world network."""
+    if not specs:
+        return None
     do = specs[0].do
     for spec in specs:
         if spec.borrow or spec.fresh_noise or spec.do != do:
