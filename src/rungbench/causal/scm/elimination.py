@@ -22,7 +22,7 @@ calls (``contraction``). The plan and its answer are kept per world.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -493,28 +493,10 @@ def _compile_multi_world(world: World, net: _Network, specs: Sequence[WorldSpec]
                          n_targets: int, budget: int) -> _Plan:
     """The plan of a query over ``specs`` (the first ``n_targets`` hold the target)."""
     node_of, copies, fresh = _build_nodes(world, net, specs)
-    target: dict[str, int] = {}
-    evidence: dict[str, int] = {}
-    conflict = False  # the target contradicts itself or the evidence: P = 0 if P(evidence) > 0
-    for w, spec in enumerate(specs):
-        is_target = w < n_targets
-        bucket = target if is_target else evidence
-        for name, value in spec.event.items():
-            at = node_of[w][name]
-            if isinstance(at, int) or bucket.get(at, value) != value:
-                if (at if isinstance(at, int) else bucket[at]) == value:
-                    continue
-                if not is_target:
-                    return _Plan(True, False, (), (), (), None)
-                conflict = True
-                continue
-            bucket[at] = value
-    for at, value in list(target.items()):
-        if at in evidence:
-            conflict = conflict or evidence[at] != value
-            del target[at]
-    if conflict:
-        target = {}
+    resolved = _resolve(specs, n_targets, lambda w, name: node_of[w][name])
+    if resolved is None:
+        return _Plan(True, False, (), (), (), None)
+    target, evidence, conflict = resolved
     query = tuple(sorted(target))
     needed = _ancestral_nodes(copies, set(query) | set(evidence))
     plan: list[tuple[Variable, list[tuple[str, list[str | int]]]]] = []
@@ -531,6 +513,37 @@ def _compile_multi_world(world: World, net: _Network, specs: Sequence[WorldSpec]
     factors = [reduce(net.factor(*plan[i]), evidence) for i in kept]
     tables = tuple(contraction.align(i, f.variables, f.table) for i, f in enumerate(factors))
     return _Plan(False, conflict, query, tuple(target[q] for q in query), tables, contraction)
+
+
+def _resolve(specs: Sequence[WorldSpec], n_targets: int,
+             node_at: Callable[[int, str], str | int]
+             ) -> tuple[dict[str, int], dict[str, int], bool] | None:
+    """The events of ``specs`` on their nodes (``node_at(world index, variable)``, an int
+    for an intervened variable): (target, evidence, conflict), target nodes fixed by the
+    evidence removed and all of them dropped on a conflict (the target contradicts itself or
+    the evidence: P = 0 when P(evidence) > 0); None when the evidence contradicts itself or
+    a do() (P(evidence) = 0). The first ``n_targets`` specs hold the target."""
+    target: dict[str, int] = {}
+    evidence: dict[str, int] = {}
+    conflict = False
+    for w, spec in enumerate(specs):
+        is_target = w < n_targets
+        bucket = target if is_target else evidence
+        for name, value in spec.event.items():
+            at = node_at(w, name)
+            if isinstance(at, int) or bucket.get(at, value) != value:
+                if (at if isinstance(at, int) else bucket[at]) == value:
+                    continue
+                if not is_target:
+                    return None
+                conflict = True
+                continue
+            bucket[at] = value
+    for at, value in list(target.items()):
+        if at in evidence:
+            conflict = conflict or evidence[at] != value
+            del target[at]
+    return ({} if conflict else target), evidence, conflict
 
 
 def _one_world(specs: Sequence[WorldSpec]) -> Mapping[str, int] | None:
@@ -562,32 +575,13 @@ def _compile_one_world(world: World, net: _Network, do: Mapping[str, int],
             return int(do[name])
         return f"{name}@0" if name in reached else name
 
-    target: dict[str, int] = {}
-    evidence: dict[str, int] = {}
-    name_of: dict[str, str] = {}
-    conflict = False
-    for w, spec in enumerate(specs):  # the same resolution as _compile's
-        is_target = w < n_targets
-        bucket = target if is_target else evidence
-        for name, value in spec.event.items():
-            node = at(name)
-            if isinstance(node, int) or bucket.get(node, value) != value:
-                if (node if isinstance(node, int) else bucket[node]) == value:
-                    continue
-                if not is_target:
-                    return _Plan(True, False, (), (), (), None)
-                conflict = True
-                continue
-            bucket[node] = value
-            name_of[node] = name
-    for node, value in list(target.items()):
-        if node in evidence:
-            conflict = conflict or evidence[node] != value
-            del target[node]
-    if conflict:
-        target = {}
+    resolved = _resolve(specs, n_targets, lambda _, name: at(name))
+    if resolved is None:
+        return _Plan(True, False, (), (), (), None)
+    target, evidence, conflict = resolved
     query = tuple(sorted(target))
-    needed = {name_of[n] for n in (*query, *evidence)}
+    needed = {name for spec in specs for name in spec.event
+              if at(name) in target or at(name) in evidence}
     for v in reversed(world.variables):  # ancestors in the mutilated graph
         if v.name in needed and v.name not in do:
             needed.update(v.parents)
