@@ -8,7 +8,7 @@ import pytest
 from rungbench.causal.scm import elimination, oracle
 from rungbench.causal.scm import mechanisms as mech
 from rungbench.causal.scm.motifs import motif_catalogue
-from rungbench.causal.scm.random_dag import DagSpec, random_world
+from rungbench.causal.scm.random_dag import DagSpec, dense_world, random_world
 from rungbench.causal.scm.world import Query, Response, Variable, World
 from rungbench.errors import InputError
 
@@ -220,8 +220,6 @@ def _one_world_cases(rng: np.random.Generator) -> list[tuple[World, list[elimina
     or evidence on the intervened variable (agreeing or not), a target repeated in the
     evidence with the same or the other value, several target variables, latent targets and
     interventions."""
-    from rungbench.causal.scm.random_dag import dense_world
-
     cases = []
     for k in range(40):
         w = (random_world(DagSpec(int(rng.integers(6, 40)), 0.15, 0.1), rng, f"one{k}")

@@ -78,7 +78,9 @@ def has_positive_witness(copies: Sequence[tuple[Variable, str, Sequence[str | in
     evidence: then P(the component's evidence) > 0, proved without eliminating it.
 
     ``copies`` are the component's lone copies (node, its variable, its parent nodes or
-    intervened constants) in topological order. A depth-first search sets the unobserved
+    intervened constants) in topological order. When every observed value is possible in
+    every row of its CPD, any assignment choosing possible values is a witness (no search).
+    Otherwise a depth-first search sets the unobserved
     nodes in that order (more probable value first, impossible values never) and backtracks
     when an observed node has probability zero given the values chosen. False is not a
     proof of impossibility (the search stops after :data:`WITNESS_STEPS` steps, or meets a
