@@ -1,9 +1,18 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
-# Each sets up everything first (virtualenv, package with test extras, Debian's chess engines).
+# Each sets up everything first: the pinned uv, a virtualenv holding exactly uv.lock (package,
+# test extras), Debian's chess engines.
 
+PYTHON    ?= python3
 VENV      := .venv
 PY        := $(VENV)/bin/python
-STAMP     := $(VENV)/.installed
+# uv, from requirements-uv.txt (version and sha256 pinned), in a folder of its own: `uv sync`
+# removes from .venv whatever uv.lock does not list, uv included.
+UV_HOME   := .uv
+UV        := $(UV_HOME)/bin/uv
+# uv never downloads an interpreter: the lock is installed into the $(PYTHON) given.
+export UV_PYTHON_DOWNLOADS := never
+# The newest allowed versions, no lock: `make test-latest` (never part of `make test` or CI).
+LATEST    := $(or $(TMPDIR),/tmp)/rungbench-latest
 # Debian packages and the binaries that prove them installed: the labeller (Stockfish) and
 # the different-family evaluators (Ethereal, Toga II) of seed 002.
 ENGINES   := /usr/games/stockfish /usr/games/ethereal-chess /usr/games/toga2
@@ -18,15 +27,41 @@ CHROMIUM_PROOF    := /usr/bin/chromium
 CHROMIUM_PACKAGES := chromium
 PYTEST_ARGS ?= -n 2 --dist loadgroup
 
-.PHONY: setup engines postgres chromium demo test lint bench clean
+.PHONY: setup venv lock engines postgres chromium demo test test-latest lint \
+	bench clean
 
-setup: $(STAMP) engines
+setup: venv engines
 
-$(STAMP): pyproject.toml
-	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+# One line, before anything is installed, when $(PYTHON) is older than the lock covers (read
+# when make starts, for the targets that install or run the package).
+INSTALLING := $(filter-out engines postgres chromium clean,$(or $(MAKECMDGOALS),setup))
+ifneq ($(INSTALLING),)
+ifneq ($(shell { $(PYTHON) -c 'import sys; print(sys.version_info >= (3, 11))'; } 2>/dev/null),True)
+$(error rungbench needs Python 3.11 or newer; $(PYTHON) is $(or $(shell { $(PYTHON) -V; } 2>/dev/null),not found))
+endif
+endif
+
+$(UV): requirements-uv.txt
+	rm -rf $(UV_HOME)
+	$(PYTHON) -m venv $(UV_HOME)
+	$(UV_HOME)/bin/pip install --quiet --no-deps --require-hashes -r requirements-uv.txt
+	touch $(UV)
+
+# Exactly uv.lock (every package and version, sha256-checked), then the package itself
+# (editable); --locked refuses a lock that no longer matches pyproject.toml. Run every time:
+# with nothing to change it takes about a second, and it undoes any hand-made change to .venv.
+venv: $(UV)
+	@$(UV) sync --quiet --locked --extra test --python $(PYTHON)
+
+# Re-resolve every dependency to the newest release pyproject.toml allows and rewrite uv.lock
+# (and the uv pin). Commit both; `make test` then installs and tests exactly that.
+lock: $(UV)
+	echo uv > $(UV_HOME)/uv.in
+	$(UV) pip compile --quiet --universal --generate-hashes --no-header $(UV_HOME)/uv.in \
+		-o $(UV_HOME)/uv.txt
+	{ sed -n '/^# /p' requirements-uv.txt; cat $(UV_HOME)/uv.txt; } > requirements-uv.txt.new
+	mv requirements-uv.txt.new requirements-uv.txt
+	$(UV) lock --upgrade
 
 engines:
 	@missing=""; for e in $(ENGINES); do [ -x $$e ] || missing="$$missing $$e"; done; \
@@ -53,7 +88,7 @@ chromium:
 demo: setup
 	$(VENV)/bin/rungbench demo
 
-lint: $(STAMP)
+lint: venv
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 
@@ -63,8 +98,19 @@ test: setup postgres chromium lint
 	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$rc
 
+# The suite in a throwaway venv holding the newest releases pyproject.toml allows (no lock),
+# to find what a future `make lock` would break. The lock-equality tests are left out there.
+test-latest: $(UV) engines postgres chromium
+	rm -rf $(LATEST)
+	$(UV) venv --quiet --python $(PYTHON) $(LATEST)
+	$(UV) pip install --quiet --python $(LATEST)/bin/python --upgrade --no-sources -e '.[test]'
+	$(UV) pip list --python $(LATEST)/bin/python > $(LATEST)/versions.txt
+	@$(LATEST)/bin/python -m pytest $(PYTEST_ARGS) --deselect tests/test_lock.py; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi; \
+	exit $$rc
+
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info
+	rm -rf $(VENV) $(UV_HOME) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info

@@ -14,6 +14,7 @@ from rungbench.agents.loopback import Fault, LoopbackServer
 from rungbench.agents.openai_provider import (
     OpenAIProvider,
     Pricing,
+    async_client,
     parse_completion,
     retry_after_seconds,
     timed_out,
@@ -287,20 +288,39 @@ def test_odd_completion_bodies_are_provider_errors_or_zero_usage() -> None:
     assert (odd.text, odd.usage.tokens_in, odd.usage.tokens_out) == ("hi", 0, 0)
 
 
-def test_a_lost_connection_reported_as_a_timeout_is_told_apart() -> None:
-    """An SDK timeout raised from an aiohttp connection error (the server hung up) is not a
-    timeout; one raised from a read timeout, or with no cause, is."""
-    import aiohttp
+def _sdk_failure(fault: Fault, timeout_s: float) -> Exception:
+    """What the real SDK client (as the provider builds it) raises for ``fault`` injected by
+    the loopback server on a real socket."""
+    import asyncio
+
     import openai
 
-    def sdk_timeout(cause: BaseException | None) -> openai.APITimeoutError:
-        error = openai.APITimeoutError(request=None)  # type: ignore[arg-type]
-        error.__cause__ = cause
-        return error
+    async def send(server: LoopbackServer) -> Exception:
+        client = async_client(KEY, server.base_url, timeout_s)
+        try:
+            await client.chat.completions.create(
+                model="loopback", messages=[{"role": "user", "content": "Your move."}])
+        except openai.OpenAIError as exc:
+            return exc
+        finally:
+            await client.close()
+        raise AssertionError(f"{fault} was answered")
 
-    assert not timed_out(sdk_timeout(aiohttp.ServerDisconnectedError()))
-    assert timed_out(sdk_timeout(aiohttp.SocketTimeoutError()))
-    assert timed_out(sdk_timeout(None))
+    with LoopbackServer(RandomMover(seed=3), api_key=KEY, fault_plan=lambda _k, _i: fault,
+                        stall_s=timeout_s * 5) as server:
+        return asyncio.run(send(server))
+
+
+def test_a_lost_connection_reported_as_a_timeout_is_told_apart() -> None:
+    """A connection the server closes without answering is not a timeout, whatever SDK error
+    carries it (its aiohttp transport reports it as a connect timeout); a reply that never
+    comes is one. Both come from the real client against the loopback server."""
+    import openai
+
+    dropped = _sdk_failure(Fault.DROP, timeout_s=2.0)
+    stalled = _sdk_failure(Fault.STALL, timeout_s=0.3)
+    assert isinstance(dropped, openai.APIConnectionError) and not timed_out(dropped)
+    assert isinstance(stalled, openai.APITimeoutError) and timed_out(stalled)
 
 
 def test_one_provider_serves_many_threads_and_reopens_after_close() -> None:

@@ -6,8 +6,20 @@ from pathlib import Path
 
 import pytest
 
+from rungbench.chess.studies import study as st
+from rungbench.chess.studies.bindings import load_binding
+from rungbench.chess.studies.ladder import schedule_for
+from rungbench.chess.studies.manifest import load_manifest
 from rungbench.demo import StageResult
-from rungbench.demo.study import run, study_dir
+from rungbench.demo.study import (
+    PLANS,
+    ROUTE,
+    _manifest,
+    cells_per_model,
+    planned_cells,
+    run,
+    study_dir,
+)
 from rungbench.design.registry import load_design
 from rungbench.report import render_report
 
@@ -23,7 +35,7 @@ def test_study_runs_evaluates_analyses_then_reuses(labelled: tuple[Path, StageRe
     binding = first["bindings"]["demo_e023"]
     (entry,) = binding["runs"]
     assert first["manifest_counts"] == {"development": 12, "held_out": 12, "training": 6}
-    assert entry["cells"] == 192 and entry["sent_now"] == 192
+    assert entry["cells"] == 192 == planned_cells(PLAN) and entry["sent_now"] == 192
     assert entry["evaluation"]["role"] == "different-family evaluator"
     assert entry["evaluation"]["evaluator"].startswith("Ethereal")
     assert set(binding["analysis"]["e023"]) == {"planted-diffuse:development",
@@ -40,6 +52,26 @@ def test_study_runs_evaluates_analyses_then_reuses(labelled: tuple[Path, StageRe
     assert report["sections"]["e023"] == report["sections"]["labels"] == "present"
     assert report["sections"]["hazards"] == "present"
     assert report["sections"]["a105"] == "absent"
+
+
+def test_each_demo_binding_schedules_the_cells_its_preset_registers(
+        labelled: tuple[Path, StageResult]) -> None:
+    """For every demo binding, one model's schedules (move choice, plus the probe and its
+    choice stage where registered) hold the cells :func:`cells_per_model` reads from the
+    preset, so the demo's total (README's figure, ``tests/test_readme.py``) is what it
+    sends."""
+    workdir, _ = labelled
+    study, stage = study_dir(workdir), workdir / "chess-study" / "labels" / "label-stage"
+    _manifest(study, stage)
+    manifest = load_manifest(study / "manifest")
+    for preset, agents, has_probe in PLANS:
+        binding = load_binding(study, st.bind(study, preset, stage)["binding"], manifest)
+        model = agents[0][0]
+        cells = len(schedule_for(binding, manifest, model, ROUTE).cells)
+        if has_probe:  # the choice stage is one call per probe call
+            cells += 2 * len(schedule_for(binding, manifest, model, ROUTE, probe=True).cells)
+        assert cells == cells_per_model(preset), preset
+    assert planned_cells() == 1104
 
 
 DEMO_CHANGES = {

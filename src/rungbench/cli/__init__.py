@@ -18,7 +18,7 @@ from rungbench.cli import (
     evidence,
     stats,
 )
-from rungbench.cli._common import OneLineErrors
+from rungbench.cli._common import HELP_MARKUP, OneLineErrors
 from rungbench.cli.demo import demo
 from rungbench.cli.report import report
 from rungbench.cli.run import run
@@ -30,6 +30,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=HELP_MARKUP,
 )
 app.add_typer(evidence.app, name="evidence")
 app.add_typer(design.app, name="design")

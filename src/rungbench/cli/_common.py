@@ -34,6 +34,16 @@ T = TypeVar("T")
 
 JSON_OPTION = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
 
+HELP_MARKUP = None
+"""How Typer reads help text: not at all. Help is shown as written; with Rich markup on, text
+such as ``http://127.0.0.1:PORT[/path]`` is parsed as a closing tag and ``--help`` crashes
+(``tests/cli/test_help.py`` renders every page)."""
+
+
+def command_group(help: str, **settings: Any) -> typer.Typer:
+    """A group of sub-commands: help verbatim, and a bare group name prints its help."""
+    return typer.Typer(help=help, no_args_is_help=True, rich_markup_mode=HELP_MARKUP, **settings)
+
 
 def choice(values: tuple[str, ...]) -> Callable[[str], str]:
     """A Typer option callback that makes any value outside ``values`` a usage error (exit 2)."""

@@ -18,6 +18,7 @@ from rungbench.cli._common import (
     EXIT_ERROR,
     JSON_OPTION,
     SEED_MAX,
+    command_group,
     console,
     emit_json,
     run,
@@ -26,11 +27,9 @@ from rungbench.cli._common import (
 if TYPE_CHECKING:  # the oracle stack (networkx) is imported only when a command runs
     from rungbench.causal.checks.validate import ValidationReport
 
-app = typer.Typer(
-    help="Causal reasoning (seed 003): validate the exact oracle; build, run, score, audit the "
-    "benchmark.",
-    no_args_is_help=True,
-)
+app = command_group(
+    "Causal reasoning (seed 003): validate the exact oracle; build, run, score, audit the "
+    "benchmark.")
 
 
 def report_table(report: ValidationReport) -> Table:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from rungbench.cli._common import console, emit_json, progress_bar, run
+from rungbench.cli._common import command_group, console, emit_json, progress_bar, run
 from rungbench.errors import InputError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
@@ -36,8 +36,7 @@ PriceOutOpt = Annotated[float, typer.Option("--usd-per-mtok-out", min=0.0,
                                             help="Completion price (USD per million tokens).")]
 DirOpt = Annotated[pathlib.Path, typer.Option("--dir", help="Preregistration directory.")]
 
-prereg_app = typer.Typer(help="Preregistration: pilot → commit margins → validate once.",
-                         no_args_is_help=True)
+prereg_app = command_group("Preregistration: pilot → commit margins → validate once.")
 
 
 @contextlib.contextmanager

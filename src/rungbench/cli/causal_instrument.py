@@ -21,6 +21,7 @@ from rungbench.cli._common import (
     JSON_OPTION,
     SEED_MAX,
     choice,
+    command_group,
     console,
     emit_json,
     progress_bar,
@@ -28,9 +29,8 @@ from rungbench.cli._common import (
 )
 from rungbench.errors import InputError, Reason, Refusal
 
-graph_app = typer.Typer(help="The typed graph store: build, census, leakage, migrate.",
-                        no_args_is_help=True)
-census_app = typer.Typer(help="Two-rater edge census (seed 003 section B).", no_args_is_help=True)
+graph_app = command_group("The typed graph store: build, census, leakage, migrate.")
+census_app = command_group("Two-rater edge census (seed 003 section B).")
 SETS = ("standard", "generated")
 
 

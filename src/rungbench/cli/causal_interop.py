@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from rungbench.cli._common import choice, console, emit_json, run
+from rungbench.cli._common import choice, command_group, console, emit_json, run
 from rungbench.errors import InputError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
@@ -26,8 +26,8 @@ CouplingOpt = Annotated[str | None, typer.Option(
     "--coupling", help="Cross-row coupling of the CPTs: comonotone or independent "
     "(default: unspecified; coupling-dependent queries are refused).")]
 
-import_app = typer.Typer(help="Import external causal benchmarks, networks and inspect logs.",
-                         no_args_is_help=True)
+import_app = command_group(
+    "Import external causal benchmarks, networks and inspect logs.")
 
 
 def _coupling(value: str | None) -> str | None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from rungbench.cli._common import console, emit_json, run
+from rungbench.cli._common import command_group, console, emit_json, run
 from rungbench.errors import IntegrityError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document.")]
@@ -24,8 +24,8 @@ DbUrlOpt = Annotated[str | None, typer.Option(
     "--db", help="Keep the claim store in this postgresql:// database (default: "
     "claims.sqlite in --state-dir).")]
 
-logger_app = typer.Typer(help="The claim-store logger: sole owner of the database, "
-                         "insert-only over a Unix socket.", no_args_is_help=True)
+logger_app = command_group(
+    "The claim-store logger: sole owner of the database, insert-only over a Unix socket.")
 
 
 def _config(state_dir: pathlib.Path, user: str | None = None, allow_root: bool = False,

@@ -34,6 +34,7 @@ from rungbench.cli._common import (
     JSON_OPTION,
     SEED_MAX,
     choice,
+    command_group,
     console,
     emit_json,
     progress_bar,
@@ -41,14 +42,12 @@ from rungbench.cli._common import (
 )
 from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
 
-app = typer.Typer(
-    help="Chess (seeds 000-002): A104 transcript census, recorded games, engine-blind pool, "
-    "leakage gate, two-pass labels.",
-    no_args_is_help=True,
-)
-pool_app = typer.Typer(help="The engine-blind position pool.", no_args_is_help=True)
-cohort_app = typer.Typer(help="Frozen game cohorts for the leakage gate.", no_args_is_help=True)
-label_app = typer.Typer(help="Two-pass fixed-node Stockfish labelling.", no_args_is_help=True)
+app = command_group(
+    "Chess (seeds 000-002): A104 transcript census, recorded games, engine-blind pool, "
+    "leakage gate, two-pass labels.")
+pool_app = command_group("The engine-blind position pool.")
+cohort_app = command_group("Frozen game cohorts for the leakage gate.")
+label_app = command_group("Two-pass fixed-node Stockfish labelling.")
 app.add_typer(pool_app, name="pool")
 app.add_typer(cohort_app, name="cohort")
 app.add_typer(label_app, name="label")

@@ -16,7 +16,15 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from rungbench.cli._common import JSON_OPTION, choice, console, emit_json, progress_bar, run
+from rungbench.cli._common import (
+    JSON_OPTION,
+    choice,
+    command_group,
+    console,
+    emit_json,
+    progress_bar,
+    run,
+)
 from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
 
 STUDY_OPTION = typer.Option(..., "--study", help="Study directory.")
@@ -32,8 +40,7 @@ PLANTED = ("a105:board_limited", "a105:list_limited", "a105:substitutable",
 
 def register(app: typer.Typer) -> None:
     """Add the ``study`` group to the ``rungbench chess`` app."""
-    study_app = typer.Typer(help="Freeze, bind, authorize, run and evaluate chess studies.",
-                            no_args_is_help=True)
+    study_app = command_group("Freeze, bind, authorize, run and evaluate chess studies.")
     study_app.command("freeze")(freeze_cmd)
     study_app.command("bind")(bind_cmd)
     study_app.command("authorize")(authorize_cmd)

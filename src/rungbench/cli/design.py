@@ -13,13 +13,12 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.cli._common import JSON_OPTION, command_group, console, emit_json, run
 from rungbench.design.audit import AuditReport
 from rungbench.design.registry import load_design, registered_names
 from rungbench.jobs.designs import audit_design
 
-app = typer.Typer(help="Registered designs: digests and outcome-blind audits.",
-                  no_args_is_help=True)
+app = command_group("Registered designs: digests and outcome-blind audits.")
 
 FILE_OPTION = typer.Option(
     None, "--file", help="Audit this TOML preset instead of the registered one.")

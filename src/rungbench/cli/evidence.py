@@ -15,6 +15,7 @@ from rich.table import Table
 
 from rungbench.cli._common import (
     EXIT_ERROR,
+    command_group,
     console,
     emit_json,
     err_console,
@@ -42,10 +43,8 @@ from rungbench.evidence.operations import (
     verify_ledger,
 )
 
-app = typer.Typer(
-    help="Content-addressed store, freeze/check, hash-chained ledger, run manifests.",
-    no_args_is_help=True,
-)
+app = command_group(
+    "Content-addressed store, freeze/check, hash-chained ledger, run manifests.")
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="Study directory holding objects/sha256/.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]

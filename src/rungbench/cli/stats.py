@@ -16,16 +16,14 @@ from typing import TypeVar
 import typer
 from rich.table import Table
 
-from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.cli._common import JSON_OPTION, command_group, console, emit_json, run
 from rungbench.errors import InputError
 from rungbench.stats._checks import check_alpha, check_count, check_positive, check_power
 from rungbench.stats.intervals import binomial_intervals
 from rungbench.stats.power import mcnemar_sample_size, mde
 from rungbench.stats.seeds import SeedFigure, seed_figure_list
 
-app = typer.Typer(
-    help="Intervals, multiplicity-aware MDE and McNemar sample size.", no_args_is_help=True
-)
+app = command_group("Intervals, multiplicity-aware MDE and McNemar sample size.")
 
 V = TypeVar("V", int, float)
 

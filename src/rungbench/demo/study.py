@@ -45,7 +45,9 @@ MANIFEST_PRESET = "demo_e020_e021"
 """The preset whose [manifest] quotas the demo manifest is frozen by."""
 ROUTE = "loopback"
 """Route label of every demo run (a loopback OpenAI-compatible server)."""
-PLANS: tuple[tuple[str, tuple[tuple[str, str], ...], bool], ...] = (
+Plan = tuple[str, tuple[tuple[str, str], ...], bool]
+"""One binding of the demo study (see :data:`PLANS`)."""
+PLANS: tuple[Plan, ...] = (
     ("demo_a105", (("planted-board-limited", "a105:board_limited"),
                    ("planted-complementary", "a105:complementary")), False),
     ("demo_e020_e021", (("planted-ideas-limited", "e020:ideas_limited"),
@@ -54,6 +56,28 @@ PLANS: tuple[tuple[str, tuple[tuple[str, str], ...], bool], ...] = (
      False),
 )
 """(preset, ((model label, planted agent), ...), has a coverage probe) per binding."""
+
+
+def cells_per_model(preset: str) -> int:
+    """The cells one model of a demo binding is sent, as its preset registers them: A105's
+    requests per model; a ladder's ``[cells] total`` (arms, probe and choice) per model;
+    E023's positions × arms × presentations."""
+    reg = load_design(preset)
+    kind = reg.section("design").get("kind")
+    schedule = reg.section("schedule")
+    if kind == "factorial_2x2":
+        return int(schedule["planned_requests_per_model"])
+    if kind == "counterbalanced_arms":
+        return (int(schedule["positions"]) * len(reg.table_list("arms"))
+                * int(schedule["presentations"]))
+    return int(reg.section("cells")["total"]) // len(schedule["models"])
+
+
+def planned_cells(plans: tuple[Plan, ...] | None = None) -> int:
+    """The cells the study stage sends on its first run of ``plans`` (default
+    :data:`PLANS`: what ``rungbench demo`` prints, and README quotes)."""
+    return sum(cells_per_model(preset) * len(agents)
+               for preset, agents, _ in (PLANS if plans is None else plans))
 
 
 def study_dir(workdir: Path) -> Path:
@@ -114,10 +138,6 @@ def _evaluate(study: Path, stage: Path, run_id: str, depth: int | None) -> dict[
 def _analyze(study: Path, stage: Path, binding: str) -> dict[str, Any]:
     # published (sealed) under <study>/analyses/; kept when its bytes are the same
     return st.analyze(study, stage, binding=binding)
-
-
-Plan = tuple[str, tuple[tuple[str, str], ...], bool]
-"""One binding of the demo study (see :data:`PLANS`)."""
 
 
 def run(workdir: Path, *, plans: tuple[Plan, ...] = PLANS,
