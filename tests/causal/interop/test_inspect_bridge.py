@@ -1,14 +1,14 @@
 """Tests for rungbench.causal.interop.inspect_bridge: export to inspect_ai and import back.
 
-inspect's ``mockllm/model`` counts tokens with tiktoken's o200k_base file, which tiktoken
-downloads on first use. On an offline machine the ``inspect eval`` CLI test therefore runs
-inspect's own CLI entry point (``inspect_ai._cli.main``) with that one counter replaced by a
-whitespace count; where the encoding loads, the plain ``inspect`` binary is run instead.
+The ``inspect eval`` CLI test runs the plain ``inspect`` binary with its ``openai`` provider
+against a loopback OpenAI-compatible server (a real socket, the real SDK); nothing of
+inspect's internals is patched.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import skip_unless_ci
 
 from rungbench.agents import inspect_logs
+from rungbench.agents.loopback import LoopbackServer
+from rungbench.agents.protocol import Request, Response
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import score_responses
 from rungbench.causal.bench.verified import (
@@ -39,30 +41,13 @@ def _inspect_installed() -> None:
     if UNAVAILABLE is not None:
         skip_unless_ci(UNAVAILABLE)
 
-SHIM = '''import sys
-import inspect_ai.model._model as model_module
-import inspect_ai.model._tokens as tokens
+class PlainText:
+    """An agent that answers every request with text that is no answer."""
 
-def count(text: str) -> int:
-    return max(1, len(text.split()))
+    name = "plain-text"
 
-tokens.count_text_tokens = count
-model_module.count_text_tokens = count
-from inspect_ai._cli.main import main
-sys.argv = ["inspect", *sys.argv[1:]]
-main()
-'''
-
-
-def _tiktoken_offline() -> bool:
-    """Whether tiktoken cannot load o200k_base here (it downloads it on first use)."""
-    import tiktoken
-
-    try:
-        tiktoken.get_encoding("o200k_base")
-    except Exception:
-        return True
-    return False
+    def respond(self, request: Request) -> Response:
+        return Response(text="I cannot tell from this.")
 
 
 @pytest.fixture(scope="module")
@@ -125,26 +110,29 @@ def test_eval_log_imports_and_scores_like_direct_scoring(bench: Path, tmp_path: 
 
 
 def test_inspect_eval_cli_runs_the_exported_task(bench: Path, tmp_path: Path) -> None:
-    """``inspect eval task.py --model mockllm/model`` runs; its log imports and rescores."""
+    """``inspect eval task.py --model openai/loopback`` runs against a loopback endpoint (one
+    HTTP request per sample); its log imports and rescores."""
     bridge.export_task(bench, tmp_path / "task", limit=5)
     bridge.verify_export(tmp_path / "task")
-    args = ["eval", "task/task.py", "--model", "mockllm/model",  # inspect wants a relative path
-            "--log-dir", str(tmp_path / "logs"), "--display", "none"]
-    if _tiktoken_offline():
-        (tmp_path / "shim.py").write_text(SHIM)
-        command = [sys.executable, str(tmp_path / "shim.py"), *args]
-    else:
-        command = [str(Path(sys.executable).with_name("inspect")), *args]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          check=False)
+    key = "sk-inspect-" + os.urandom(8).hex()
+    with LoopbackServer(PlainText(), api_key=key) as server:
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("inspect")), "eval", "task/task.py",
+             "--model", "openai/loopback", "-M", "responses_api=false",  # chat completions
+             "--log-dir", str(tmp_path / "logs"), "--display", "none"],
+            cwd=tmp_path,  # inspect wants a relative task path
+            env={**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key},
+            capture_output=True, text=True, timeout=300, check=False)
+        served = len(server.served)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert served == 5
     logs = sorted((tmp_path / "logs").glob("*.eval"))
     assert inspect_logs.read_log(logs[-1]).status == "success"
     result = bridge.import_log(logs[-1], bench, tmp_path / "r.jsonl")
     assert result["samples"] == 5 and result["inspect_scores_agree"] == 5
-    assert result["model"] == "mockllm/model"
+    assert result["model"] == "openai/loopback"
     imported = _scored_outcomes(bench, tmp_path / "r.jsonl", tmp_path / "run")
-    assert set(imported.values()) == {"invalid"}  # mockllm's default text is no answer
+    assert set(imported.values()) == {"invalid"}  # plain text is no answer
     assert len(imported) == 5
 
 
