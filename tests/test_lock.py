@@ -9,6 +9,7 @@ hold here. That part is computed from the lock alone and compared with what
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 import tomllib
@@ -73,8 +74,11 @@ def wanted_here() -> dict[str, str]:
 
 
 def installed() -> dict[str, str]:
-    """Name -> version of every distribution this interpreter imports from."""
-    return {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    """Name -> version of every distribution installed in this interpreter's site-packages
+    (not what a library vendors onto ``sys.path`` at import: Ray adds its
+    ``thirdparty_files``, colorama among them, once a test has imported it)."""
+    return {canonicalize_name(d.metadata["Name"]): d.version
+            for d in metadata.distributions(path=site.getsitepackages())}
 
 
 def test_every_locked_package_is_installed_at_its_locked_version() -> None:

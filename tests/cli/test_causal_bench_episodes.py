@@ -88,6 +88,8 @@ def test_an_openai_model_at_a_base_url_runs_the_same_episodes(
     ref = _run(["episodes", "--bench", str(bench), "--agent", "reference:p2_protocol",
                 "--out", str(tmp_path / "ref"), "--worlds", "1"])
     assert json.loads(ext.stdout)["scored"] == json.loads(ref.stdout)["scored"]
-    bad = _run(["episodes", "--bench", str(bench), "--agent", "openai:m", "--out",
-                str(tmp_path / "bad")])
-    assert bad.exit_code == 1 and "base URL" in json.loads(bad.stdout)["message"]
+    from rungbench.cli import app as root
+
+    bad = CliRunner().invoke(root, ["causal", "episodes", "--bench", str(bench), "--agent",
+                                    "openai:m", "--out", str(tmp_path / "bad"), "--json"])
+    assert bad.exit_code == 2 and "base URL" in json.loads(bad.stdout)["message"]

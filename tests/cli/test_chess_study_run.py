@@ -32,8 +32,8 @@ def test_probe_then_choice_through_the_cli(tmp_path: Path) -> None:
                          "--max-tokens", "100000000", "--max-cost", "10", "--model", "luna",
                          "--route", "loop-a", "--by", "tester", "--json")
     common = ["--study", str(root), "--stage", str(stage), "--binding", binding, "--model",
-              "luna", "--route", "loop-a", "--authorization", str(auth["authorization"]),
-              "--planted", "e020:ideas_limited", "--json"]
+              "planted:e020:ideas_limited", "--label", "luna", "--route", "loop-a",
+              "--authorization", str(auth["authorization"]), "--json"]
     code, probe = _invoke("run", *common, "--probe")
     assert code == 0 and probe["complete"] and probe["final"] == 24
     code, choice = _invoke("run", *common, "--shortlist-from", str(probe["run_id"]))
@@ -50,7 +50,7 @@ def test_probe_then_choice_through_the_cli(tmp_path: Path) -> None:
 def test_probe_and_shortlist_from_together_is_a_usage_error() -> None:
     """--probe with --shortlist-from exits 2 naming --shortlist-from."""
     result = CliRunner().invoke(APP, ["study", "run", "--study", "x", "--stage", "y",
-                                      "--binding", "b", "--model", "m", "--authorization",
-                                      "a", "--planted", "e020:ideas_limited", "--probe",
+                                      "--binding", "b", "--model", "planted:e020:ideas_limited",
+                                      "--authorization", "a", "--probe",
                                       "--shortlist-from", "r"])
     assert result.exit_code == 2 and "--shortlist-from" in result.output

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,8 +10,9 @@ import typer
 from typer.testing import CliRunner
 
 from rungbench.agents.loopback import Fault, LoopbackServer
-from rungbench.agents.openai_provider import OpenAIProvider
-from rungbench.agents.protocol import Agent, Request, Response
+from rungbench.agents.protocol import Request, Response
+from rungbench.agents.providers import loopback_spec
+from rungbench.agents.spec import AgentSpec, parse_agent
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import score_run
 from rungbench.chess.studies.move_choice import fen_schedule
@@ -21,7 +21,8 @@ from rungbench.errors import InputError, Refusal
 from rungbench.evidence.paths import shared_data_dir
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import verify_run
-from rungbench.jobs.runs import build_agent, build_schedule, parse_params, start_or_resume
+from rungbench.execute.tasks import build_agent
+from rungbench.jobs.runs import build_schedule, parse_params, start_or_resume
 
 PUZZLES = shared_data_dir() / "lichess_puzzles" / "puzzles.csv"
 KAGGLE = shared_data_dir() / "kaggle_chess_positions" / "filtered_chess_positions.jsonl"
@@ -34,10 +35,8 @@ def test_schedule_source_dispatches_a_fen_jsonl() -> None:
     assert build_schedule(KAGGLE, limit=4).digest() == kaggle.digest()
 
 
-def _reference(name: str) -> Callable[[str, Path | None], Agent]:
-    return lambda task, causal_dir: build_agent(
-        task, agent=name, model=None, base_url=None, causal_dir=causal_dir
-    )
+def _reference(name: str) -> AgentSpec:
+    return parse_agent(name)
 
 
 def test_resume_with_another_schedule_is_refused(tmp_path: Path) -> None:
@@ -46,7 +45,7 @@ def test_resume_with_another_schedule_is_refused(tmp_path: Path) -> None:
         source=PUZZLES,
         out=tmp_path,
         resume=None,
-        make_agent=_reference("reference:random"),
+        spec=_reference("reference:random"),
         limit=4,
         quiet=True,
     )
@@ -56,7 +55,7 @@ def test_resume_with_another_schedule_is_refused(tmp_path: Path) -> None:
             source=PUZZLES,
             out=tmp_path,
             resume=first["run_id"],
-            make_agent=_reference("reference:random"),
+            spec=_reference("reference:random"),
             limit=5,
             quiet=True,
         )
@@ -74,9 +73,7 @@ def test_causal_bench_runs_through_the_real_client_and_scores(tmp_path: Path) ->
     bench = tmp_path / "bench"
     build_split("dev", 1, 3, bench, None)
     schedule = build_schedule(bench)
-    oracle = build_agent(
-        schedule.task, agent="reference:oracle", model=None, base_url=None, causal_dir=bench
-    )
+    oracle = build_agent(parse_agent("reference:oracle"), schedule.task, bench)
     payloads = [c.request.payload_digest() for c in schedule]
     faults = {payloads[0]: [Fault.GARBAGE_ARGUMENTS], payloads[1]: [Fault.SERVER_ERROR] * 2}
     requests = [c.request for c in schedule]
@@ -88,16 +85,15 @@ def test_causal_bench_runs_through_the_real_client_and_scores(tmp_path: Path) ->
             quiet=True,
             concurrency=4,
             policy=RetryPolicy(max_attempts=2, backoff_s=(0.0,)),
-            make_agent=lambda task, d: OpenAIProvider(
-                "bench", base_url=server.base_url, api_key_env="K", environ={"K": KEY}
-            ),
+            spec=loopback_spec(server.base_url, KEY, "bench")[0],
+            environ=loopback_spec(server.base_url, KEY, "bench")[1],
         )
     n = len(schedule)
     assert not summary["complete"] and summary["unresolved"] == 1
     assert summary["outcomes"] == {"answered": n - 2, "malformed": 1}
     assert summary["unresolved_outcomes"] == {"provider_error": 1}
     assert summary["agent_responses"] == {"responses": n - 2, "invalid": 1, "missing": 1}
-    scored = score_run(bench, Path(summary["run_dir"]), "openai:bench")
+    scored = score_run(bench, Path(summary["run_dir"]), "bench")
     assert scored["missing"] == 1 and scored["outcomes"]["invalid"] == 1
     correct = scored["outcomes"]["correct"] + scored["outcomes"]["correct_non_id"]
     assert correct == n - 2
@@ -121,23 +117,16 @@ def _app() -> typer.Typer:
 
 
 def test_command_rejects_two_agents_with_one_json_document(tmp_path: Path) -> None:
-    """--agent together with --model is an error: exit 1, one JSON document."""
-    result = CliRunner().invoke(
-        _app(),
-        [
-            str(PUZZLES),
-            "--agent",
-            "reference:random",
-            "--model",
-            "openai:x",
-            "--json",
-            "--out",
-            str(tmp_path),
-        ],
-    )
-    assert result.exit_code == 1
+    """--agent together with --model (one option, two spellings) is a usage error: exit 2,
+    one JSON document."""
+    from rungbench.cli import app
+
+    result = CliRunner().invoke(app, ["run", str(PUZZLES), "--agent", "reference:random",
+                                      "--model", "openai:x", "--json", "--out", str(tmp_path)])
+    assert result.exit_code == 2
     document = json.loads(result.stdout)
-    assert document["ok"] is False and "exactly one" in document["message"]
+    assert document["ok"] is False and "give one agent" in document["message"]
+    assert not (tmp_path / "runs").exists()
 
 
 def test_command_runs_and_prints_one_json_document(tmp_path: Path) -> None:
@@ -197,13 +186,11 @@ def test_cli_import_leaves_the_sdk_and_the_domains_unloaded() -> None:
 
 
 def test_default_key_variable_matches_the_provider() -> None:
-    """The CLI's --api-key-env default is the provider's default variable name."""
-    import importlib
-
+    """A spec that names no key variable reads the provider's default variable."""
     from rungbench.agents import openai_provider
 
-    run_module = importlib.import_module("rungbench.jobs.runs")
-    assert run_module.DEFAULT_API_KEY_ENV == openai_provider.DEFAULT_API_KEY_ENV
+    spec = parse_agent("openai:m", base_url="http://127.0.0.1:1/v1")
+    assert spec.api_key_env == openai_provider.DEFAULT_API_KEY_ENV
 
 
 def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
@@ -223,12 +210,6 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
         "no schedule at all": (["--agent", "reference:random"], "give a SCHEDULE"),
         "unknown reference agent": ([puzzles, "--agent", "reference:grandmaster"],
                                     "unknown reference agent 'grandmaster'"),
-        "agent of another kind": ([puzzles, "--agent", "human:me"], "reference:NAME"),
-        "model without provider": ([puzzles, "--model", "gpt-4o", "--base-url", "http://x"],
-                                   "--model must be openai:MODEL"),
-        "model without name": ([puzzles, "--model", "openai:", "--base-url", "http://x"],
-                               "--model must be openai:MODEL"),
-        "model without base url": ([puzzles, "--model", "openai:m"], "--base-url"),
         "unset key variable": ([puzzles, "--model", "openai:m", "--base-url",
                                 "http://127.0.0.1:9/v1", "--api-key-env", "RB_UNSET_KEY_VAR"],
                                "'RB_UNSET_KEY_VAR'"),
@@ -241,9 +222,6 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                               "best.csv:2: best move 'e5e3' is not legal"),
         "unknown run to resume": (["--resume", "no-such-run", "--agent", "reference:random"],
                                   "no run 'no-such-run'"),
-        "helpers for a reference agent": ([puzzles, "--agent", "reference:random",
-                                           "--client-processes", "1"],
-                                          "--client-processes applies to --model only"),
     }
 
 
@@ -263,6 +241,45 @@ def test_bad_input_is_one_clear_line_and_exit_one(tmp_path: Path) -> None:
         assert as_json.exit_code == 1 and document["ok"] is False, name
         assert fragment in document["message"], (name, document)
         assert not (out / "runs").exists() or not any((out / "runs").iterdir()), name
+
+
+def _usage_inputs() -> dict[str, tuple[list[str], str]]:
+    """Name → (arguments, fragment of the one usage line) for agents `run` cannot name."""
+    puzzles = str(PUZZLES)
+    return {
+        "agent of another kind": ([puzzles, "--agent", "human:me"], "planted:NAME or "
+                                  "reference:NAME"),
+        "label without a models file": ([puzzles, "--model", "gpt-4o", "--base-url",
+                                         "http://x"], "--base-url shapes a --model spec"),
+        "label alone": ([puzzles, "--model", "gpt-4o"], "give the models file"),
+        "model without name": ([puzzles, "--model", "openai:", "--base-url", "http://x"],
+                               "openai:MODEL"),
+        "model without base url": ([puzzles, "--model", "openai:m"], "needs a base URL"),
+        "helpers for a reference agent": ([puzzles, "--agent", "reference:random",
+                                           "--client-processes", "1"],
+                                          "--client-processes is for openai:MODEL agents"),
+        "key variable and no key": ([puzzles, "--model", "openai:m", "--base-url",
+                                     "http://127.0.0.1:9/v1", "--api-key-env", "K",
+                                     "--no-api-key"], "not both"),
+    }
+
+
+def test_an_agent_the_options_cannot_name_is_one_usage_line(tmp_path: Path) -> None:
+    """Options that name no agent exit 2 with one usage line naming the option (one JSON
+    document under --json), before anything is written."""
+    from rungbench.cli import app
+
+    for name, (args, fragment) in _usage_inputs().items():
+        out = tmp_path / "out"
+        plain = CliRunner().invoke(app, ["run", *args, "--out", str(out)])
+        assert plain.exit_code == 2, (name, plain.output)
+        lines = plain.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("usage error") and fragment in lines[0], (
+            name, plain.stderr)
+        as_json = CliRunner().invoke(app, ["run", *args, "--out", str(out), "--json"])
+        document = json.loads(as_json.stdout)
+        assert as_json.exit_code == 2 and fragment in document["message"], (name, document)
+        assert not out.exists(), name
 
 
 def test_resume_refusals_exit_three_with_reason_codes(tmp_path: Path) -> None:
@@ -485,7 +502,7 @@ def test_all_network_errors_exit_one_and_resume_retries(tmp_path: Path,
     monkeypatch.setenv("RB_NET_KEY", KEY)
     down = [True]
     schedule = build_schedule(PUZZLES, limit=3)
-    server = LoopbackServer(_reference("reference:random")(schedule.task, None), api_key=KEY,
+    server = LoopbackServer(build_agent(_reference("reference:random"), schedule.task), api_key=KEY,
                             requests=[c.request for c in schedule],
                             fault_plan=lambda key, index: Fault.DROP if down[0] else None)
     with server:
@@ -512,7 +529,7 @@ def test_resume_refusal_names_the_differing_agent_setting(tmp_path: Path,
     naming agent.timeout_s and both values."""
     monkeypatch.setenv("RB_DIFF_KEY", KEY)
     schedule = build_schedule(PUZZLES, limit=2)
-    with LoopbackServer(_reference("reference:random")(schedule.task, None), api_key=KEY,
+    with LoopbackServer(build_agent(_reference("reference:random"), schedule.task), api_key=KEY,
                         requests=[c.request for c in schedule]) as server:
         common = ["--model", "openai:fake-1", "--base-url", server.base_url, "--api-key-env",
                   "RB_DIFF_KEY", "--out", str(tmp_path), "--json"]

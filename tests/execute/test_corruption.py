@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from rungbench.agents.spec import parse_agent
 from rungbench.chess.reference_agents import RandomMover, move_choice_request, validate_move
 from rungbench.chess.transcripts.census import census_path
+from rungbench.chess.transcripts.play import PlayOptions, play_games
 from rungbench.errors import RungbenchError
 from rungbench.evidence.store import ObjectStore
 from rungbench.execute.events import read_events
@@ -23,7 +25,6 @@ from rungbench.execute.runner import (
     verify_run,
 )
 from rungbench.execute.schedule import Schedule
-from rungbench.jobs.play import ModelOptions, PlayOptions, play_games
 
 FENS = ["8/8/8/4k3/8/8/4P3/4K3 w - - 0 1",
         "r5k1/pp3p1p/2b2qp1/3pr3/8/4P2P/R1PN1PP1/Q3K2R w K - 0 19"]
@@ -109,8 +110,8 @@ CORPUS_FILES = ("games.jsonl", "transcript.txt", "attempts.jsonl", "manifest.jso
 def corpus_bytes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """The files of a two-game corpus written by ``chess play`` (played once per module)."""
     folder = tmp_path_factory.mktemp("corpus") / "c"
-    play_games(folder, agent="reference:random", model=None,
-               options=PlayOptions(games=2, max_plies=8), model_options=ModelOptions())
+    play_games(folder, spec=parse_agent("reference:random"),
+               options=PlayOptions(games=2, max_plies=8))
     return {name: (folder / name).read_bytes() for name in CORPUS_FILES}
 
 

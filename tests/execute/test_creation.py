@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rungbench.agents.spec import parse_agent
 from rungbench.chess.reference_agents import move_choice_request
 from rungbench.errors import InputError
 from rungbench.execute.runner import TEMP_MARK, create_run, load_run
@@ -54,15 +55,12 @@ def test_sigkill_during_creation_leaves_no_visible_run_and_is_cleared(tmp_path: 
     assert [p.name for p in runs.iterdir() if not p.name.startswith(".")] == []
     assert len(_temps(runs)) == 1
     with pytest.raises(InputError, match="creation was killed"):
-        start_or_resume(source=None, out=out, resume="big-run", make_agent=_no_agent)
+        start_or_resume(source=None, out=out, resume="big-run",
+                        spec=parse_agent("reference:random"))
     assert _temps(runs) == []
     schedule = Schedule.of("chess.move_choice/1", "small", [move_choice_request("a", FEN)])
     run_dir = create_run(out, schedule, {"name": "x"}, run_id="big-run")
     assert load_run(run_dir)[1].digest() == schedule.digest()
-
-
-def _no_agent(task: str, causal_dir: Path | None) -> object:
-    raise AssertionError("no agent is built for a run that does not exist")
 
 
 def test_leftover_of_a_dead_creator_is_removed_by_the_next_creation(tmp_path: Path) -> None:

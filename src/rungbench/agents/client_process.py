@@ -3,10 +3,11 @@
 In one process, every call's SDK work (request building, HTTP, reading the reply) and the
 runner's own work (digests, records, classification) take turns on one interpreter lock,
 which bounds throughput at high concurrency whatever the cores. With
-``OpenAIProvider(..., client_processes=N)`` the calls are sent by ``N`` helper processes
-instead, each running the same provider, with the same SDK client, on its own loop; the
-runner's process only pickles a :class:`~rungbench.agents.protocol.Request` into a local
-socket and reads back the :class:`~rungbench.agents.protocol.Response` (or the
+``client_processes=N`` (:class:`~rungbench.agents.openai_provider.OpenAIProvider`) the calls
+are sent by ``N`` helper processes instead, each running the same provider, with the same
+SDK client, on its own loop; the runner's process only pickles a
+:class:`~rungbench.agents.protocol.Request` into a local socket and reads back the
+:class:`~rungbench.agents.protocol.Response` (or the
 :class:`~rungbench.agents.outcomes.CallFailure`) the helper produced. What a call returns
 is what the in-process provider returns for it (the helper *is* that provider), so a run's
 records do not depend on ``N``.
@@ -59,7 +60,7 @@ from rungbench.agents.outcomes import CallFailure, Outcome
 from rungbench.agents.protocol import Request, Response
 
 if TYPE_CHECKING:
-    from rungbench.agents.openai_provider import Pricing
+    from rungbench.agents.spec import Pricing
 
 FRAME = struct.Struct("!I")
 """Length prefix of a frame: unsigned 32-bit, network order."""
@@ -88,6 +89,8 @@ class ClientSpec:
     timeout_s: float
     params: dict[str, Any]
     pricing: Pricing
+    label: str | None = None
+    keyless: bool = False
 
 
 def frame(value: object) -> bytes:
@@ -154,9 +157,14 @@ class Channel(asyncio.Protocol):
             self.on_lost()
 
 
-def failure_fields(failure: CallFailure) -> tuple[str, str, int | None, float | None]:
+FailureFields = tuple[str, str, int | None, float | None, bool]
+"""A :class:`CallFailure` as plain values: outcome, detail, status, Retry-After, systematic."""
+
+
+def failure_fields(failure: CallFailure) -> FailureFields:
     """A :class:`CallFailure` as plain values (what crosses the socket)."""
-    return failure.outcome.value, failure.detail, failure.status, failure.retry_after
+    return (failure.outcome.value, failure.detail, failure.status, failure.retry_after,
+            failure.systematic)
 
 
 def helper_entry() -> None:
@@ -169,11 +177,15 @@ def helper_entry() -> None:
         spec, rest = _first_frame(sock)
         if not isinstance(spec, ClientSpec):
             raise SystemExit(2)
-        from rungbench.agents.openai_provider import OpenAIProvider
+        from rungbench.agents.providers import open_provider
+        from rungbench.agents.spec import AgentSpec, label_for
 
-        provider = OpenAIProvider(spec.model, base_url=spec.base_url, api_key_env=KEY_ENV,
-                                  timeout_s=spec.timeout_s, params=spec.params,
-                                  pricing=spec.pricing, environ={KEY_ENV: spec.key})
+        provider = open_provider(
+            AgentSpec(spec.label or label_for(spec.model), "openai", spec.model,
+                      base_url=spec.base_url, api_key_env=None if spec.keyless else KEY_ENV,
+                      keyless=spec.keyless, timeout_s=spec.timeout_s, params=spec.params,
+                      pricing=spec.pricing),
+            environ={KEY_ENV: spec.key})
         try:
             provider.drive(lambda: _serve(sock, provider, rest))
         finally:
@@ -203,14 +215,15 @@ async def _serve(sock: socket.socket, provider: Any, rest: bytes) -> None:
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(ident: int, request: Request) -> None:
-        reply: tuple[int, Response | None, tuple[str, str, int | None, float | None] | None]
+        reply: tuple[int, Response | None, FailureFields | None]
         try:
             reply = (ident, await provider.respond_async(request), None)
         except CallFailure as failure:
             reply = (ident, None, failure_fields(failure))
         except Exception as exc:  # the caller must hear of every call, whatever happened
             reply = (ident, None, (Outcome.PROVIDER_ERROR.value,
-                                   f"client process: {type(exc).__name__}", None, None))
+                                   f"client process: {type(exc).__name__}", None, None,
+                                   False))
         channel.send(reply)
 
     def received(value: Any) -> None:
@@ -315,9 +328,9 @@ class _Helper:
         if failed is None:
             future.set_result(response)
         else:
-            outcome, detail, status, retry_after = failed
+            outcome, detail, status, retry_after, systematic = failed
             future.set_exception(CallFailure(Outcome(outcome), detail, status=status,
-                                             retry_after=retry_after))
+                                             retry_after=retry_after, systematic=systematic))
 
     def _lost(self) -> None:
         self.alive = False

@@ -81,6 +81,8 @@ class LoopbackServer:
         stall_s: float = 2.0,
         model: str = "loopback",
         inline_agent: bool = False,
+        serves: Iterable[str] | None = None,
+        keep_log: bool = False,
     ) -> None:
         self.agent = agent
         self.inline_agent = inline_agent
@@ -95,6 +97,14 @@ class LoopbackServer:
         """Requests received per payload digest (authorised ones only)."""
         self.last_body: dict[str, Any] | None = None
         """The most recent authorised request body, as received."""
+        self.serves = None if serves is None else frozenset(serves)
+        """The model ids this server answers for (None: any); another is a 404, as an
+        endpoint answers an unknown model."""
+        self.keep_log = keep_log
+        self.log: list[dict[str, Any]] = []
+        """With ``keep_log``, every request that reached the completions route: its
+        ``authorization`` header's scheme (``Bearer``, or None when absent), the ``model``
+        sent, and every other body field but the conversation (``messages``, ``tools``)."""
         self.served: list[tuple[str, str]] = []
         """``(payload digest, fault value or "ok")`` in arrival order."""
         self.in_flight = 0
@@ -256,6 +266,8 @@ class LoopbackServer:
             return _json(501, {"error": {"message": f"unsupported method {request.method}"}})
         if not request.target.rstrip("/").endswith("/chat/completions"):
             return _json(404, {"error": {"message": f"no route {request.target}"}})
+        if self.keep_log:
+            self.log.append(_logged(request))
         if not self.authorised(request.header("Authorization")):
             return _json(401, {"error": {"message": "invalid api key", "type": "auth"}})
         try:
@@ -263,6 +275,9 @@ class LoopbackServer:
             payload = wire_payload(body)
         except (ValueError, KeyError, TypeError) as exc:
             return _json(400, {"error": {"message": f"bad request body: {exc}"}})
+        if self.serves is not None and body.get("model") not in self.serves:
+            return _json(404, {"error": {"message": f"The model {body.get('model')!r} does "
+                                         "not exist", "code": "model_not_found"}})
         self.last_body = body
         key, fault = self.admit(payload)
         self.enter()
@@ -302,6 +317,18 @@ class LoopbackServer:
         """The completion's bytes (run on the agent pool)."""
         request = self.resolve(key, payload)
         return json.dumps(self.completion(request, fault, key)).encode("utf-8")
+
+
+def _logged(request: HttpRequest) -> dict[str, Any]:
+    """What :attr:`LoopbackServer.log` keeps of a request (never the key itself)."""
+    header = request.header("Authorization")
+    try:
+        body = json.loads(request.body)
+    except ValueError:
+        body = {}
+    fields = {k: v for k, v in body.items() if k not in ("messages", "tools")} \
+        if isinstance(body, dict) else {}
+    return {"authorization": header.split(" ", 1)[0] if header else None, **fields}
 
 
 def wire_payload(body: dict[str, Any]) -> dict[str, Any]:

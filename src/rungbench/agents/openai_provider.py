@@ -28,10 +28,10 @@ import email.utils
 import json
 import os
 import re
+import socket
 import time
 import weakref
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
@@ -55,6 +55,7 @@ from rungbench.agents.protocol import (
     base_url_problem,
     owned_key_problem,
 )
+from rungbench.agents.spec import NO_KEY, Pricing
 from rungbench.errors import InputError
 
 T = TypeVar("T")
@@ -67,20 +68,6 @@ MIN_PIECE = 8
 """Any run of this many characters of the key (or of its base64) is scrubbed."""
 MAX_CLIENT_PROCESSES = 16
 """The most helper processes a provider may send through."""
-
-
-@dataclass(frozen=True)
-class Pricing:
-    """Token prices used to compute ``Usage.cost_usd``."""
-
-    usd_per_mtok_in: float = 0.0
-    """US dollars per million prompt tokens."""
-    usd_per_mtok_out: float = 0.0
-    """US dollars per million completion tokens."""
-
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        """Return the cost in US dollars of one call."""
-        return (tokens_in * self.usd_per_mtok_in + tokens_out * self.usd_per_mtok_out) / 1e6
 
 
 class OpenAIProvider:
@@ -96,15 +83,17 @@ class OpenAIProvider:
         model: str,
         *,
         base_url: str,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
         timeout_s: float = 120.0,
         params: dict[str, Any] | None = None,
         pricing: Pricing | None = None,
-        environ: dict[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
         client_processes: int = 0,
+        label: str | None = None,
+        served: Mapping[str, Any] | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
-        key = env.get(api_key_env)
+        key = NO_KEY if api_key_env is None else env.get(api_key_env)
         if not key:
             raise InputError(
                 f"environment variable {api_key_env!r} holding the API key is unset or empty",
@@ -123,24 +112,43 @@ class OpenAIProvider:
             problem = owned_key_problem(name)
             if problem is not None:
                 raise InputError(f"extra parameter {problem}", field="params")
-        self.name = f"openai:{model}"
+        self.name = label if label is not None else f"openai:{model}"
+        """What results call the agent: its label, else ``openai:MODEL``."""
+        self.label = label
+        self.served = None if served is None else dict(served)
+        """What answers behind a loopback server this provider points at (its description),
+        or None for an endpoint; a served agent's identity is that, not the server's URL,
+        which changes from one process to the next."""
         self.model = model
+        """The endpoint model id sent with every request."""
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self.params = dict(params or {})
         self.pricing = pricing or Pricing()
-        self._secret = key
-        self._pieces = secret_pieces(key)
+        self._secret = key if api_key_env is not None else ""  # a keyless bearer is no secret
+        self._pieces = secret_pieces(key) if api_key_env is not None else frozenset()
         self.client_processes = client_processes
         """Helper processes sending the calls (0: this process, on its loop thread); an
         execution setting, not part of the provider's identity (:meth:`describe`)."""
+        self._rebuild = partial(
+            OpenAIProvider, model, base_url=base_url, api_key_env=api_key_env,
+            timeout_s=timeout_s, params=self.params, pricing=self.pricing,
+            # a key given in a private mapping (a loopback server's) travels with the
+            # recipe; a key from the environment is read again where the recipe runs
+            environ=None if environ is None else {api_key_env: key} if api_key_env else None,
+            client_processes=client_processes, label=label, served=served)
         make: Callable[[], Any] = partial(async_client, key, base_url, timeout_s)
         if client_processes:
-            spec = ClientSpec(model, base_url, key, timeout_s, self.params, self.pricing)
+            spec = ClientSpec(model, base_url, key, timeout_s, self.params, self.pricing,
+                              label, api_key_env is None)
             make = partial(ClientPool, spec, client_processes)
         self._loop = LoopThread(make, _close_resource, name="rungbench-openai")
         weakref.finalize(self, self._loop.close)  # an unclosed provider stops its loop too
+
+    def recipe(self) -> Callable[[], OpenAIProvider]:
+        """How another process builds this same provider (a worker of an executor)."""
+        return self._rebuild
 
     def __repr__(self) -> str:
         return (
@@ -153,8 +161,10 @@ class OpenAIProvider:
         return {
             "kind": "openai",
             "name": self.name,
+            **({"label": self.label} if self.label is not None else {}),
             "model": self.model,
-            "base_url": self._scrub(self.base_url),
+            **({"served": self.served} if self.served is not None
+               else {"base_url": self._scrub(self.base_url)}),
             "api_key_env": self.api_key_env,
             "timeout_s": self.timeout_s,
             "params": self.params,
@@ -225,15 +235,19 @@ class OpenAIProvider:
         except openai.APITimeoutError as exc:
             failure = (CallFailure(Outcome.TIMEOUT, f"no reply within {self.timeout_s}s")
                        if timed_out(exc) else
-                       CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc))))
+                       CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc)),
+                                   systematic=unreachable(exc)))
         except openai.APIConnectionError as exc:
-            failure = CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc)))
+            failure = CallFailure(Outcome.NETWORK_ERROR, self._scrub(_cause(exc)),
+                                  systematic=unreachable(exc))
         except openai.APIStatusError as exc:
+            error_body = exc.response.text
             failure = CallFailure(
                 Outcome.PROVIDER_ERROR,
-                _short_body(self._scrub(f"HTTP {exc.status_code}: {exc.response.text}")),
+                _short_body(self._scrub(f"HTTP {exc.status_code}: {error_body}")),
                 status=exc.status_code,
                 retry_after=retry_after_seconds(dict(exc.response.headers)),
+                systematic=refused_as_configured(exc.status_code, error_body),
             )
         except openai.OpenAIError as exc:  # any other SDK-detected failure of the exchange
             failure = CallFailure(
@@ -460,6 +474,34 @@ def scrub_secret(text: str, secret: str, pieces: frozenset[str] | None = None) -
         elif i == 0 or not covered[i - 1]:
             out.append(REDACTED)
     return "".join(out)
+
+
+SYSTEMATIC_STATUS = (401, 403, 404)
+"""HTTP statuses that answer every request alike (bad key, no access, no such route or
+model): :attr:`CallFailure.systematic`."""
+UNKNOWN_MODEL = re.compile(r"model.{0,80}(not found|does not exist|not exist|unknown|"
+                           r"invalid|not supported)|(unknown|invalid) model", re.I | re.S)
+"""A 400 body saying the model id is not served (servers differ in the status they use)."""
+
+
+def refused_as_configured(status: int, body: str) -> bool:
+    """Whether an HTTP error answers every request alike: 401, 403, 404, or a 400 naming an
+    unknown model."""
+    return status in SYSTEMATIC_STATUS or (status == 400 and bool(UNKNOWN_MODEL.search(body)))
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether a connection error means nothing can be reached: the connection was refused
+    or the host name does not resolve (the standard library's errors at the root of the
+    SDK's chain, whatever its transport)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError | socket.gaierror):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _cause(exc: BaseException) -> str:

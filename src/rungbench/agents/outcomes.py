@@ -68,6 +68,7 @@ class CallFailure(RungbenchError):
         *,
         status: int | None = None,
         retry_after: float | None = None,
+        systematic: bool = False,
     ) -> None:
         if not outcome.is_reliability:
             raise ValueError(f"CallFailure needs a reliability outcome, not {outcome.value!r}")
@@ -75,6 +76,11 @@ class CallFailure(RungbenchError):
         self.detail = detail
         self.status = status
         self.retry_after = retry_after
+        self.systematic = systematic
+        """The endpoint cannot answer any request as configured (nothing listening, an
+        unknown host, HTTP 401, 403 or 404, an unknown model): retrying the same cell is
+        pointless, and the runner stops a run after a registered number of such cells in a
+        row (:class:`rungbench.execute.policy.RetryPolicy`)."""
         super().__init__(f"{outcome.value}: {detail}")
 
 

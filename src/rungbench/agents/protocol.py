@@ -221,6 +221,16 @@ class LoopAgent(Protocol):
         ...
 
 
+def describe_agent(agent: Agent) -> dict[str, Any]:
+    """Return an agent's identity for a run manifest: its ``describe()`` or its name."""
+    describe = getattr(agent, "describe", None)
+    if callable(describe):
+        value = describe()
+        if isinstance(value, dict):
+            return value
+    return {"name": agent.name}
+
+
 def close_agent(agent: object) -> None:
     """Close ``agent`` when it holds a process or connection (has ``close()``); else nothing.
 

@@ -16,6 +16,7 @@ from rungbench.cli import (
     chess_study,
     design,
     evidence,
+    models,
     stats,
 )
 from rungbench.cli._common import HELP_MARKUP, OneLineErrors
@@ -35,6 +36,7 @@ app = typer.Typer(
 app.add_typer(evidence.app, name="evidence")
 app.add_typer(design.app, name="design")
 app.add_typer(stats.app, name="stats")
+app.add_typer(models.app, name="models")
 causal_bench.register(causal.app)
 causal_interop.register(causal.app)
 app.add_typer(causal.app, name="causal")

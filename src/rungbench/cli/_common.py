@@ -23,6 +23,8 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_REFUSAL = 3
+EXIT_INTERRUPTED = 130
+"""An interrupt (Ctrl-C), as shells report SIGINT."""
 
 SEED_MAX = 2**63 - 1
 """Largest seed an option accepts (NumPy seeds are non-negative)."""
@@ -100,6 +102,41 @@ def run(action: Callable[[], T], *, as_json: bool) -> T:
         fail(exc, as_json=as_json)
     except OSError as exc:
         fail(os_error(exc), as_json=as_json)
+
+
+def resume_command(option: str | None = None, run_id: str | None = None) -> str:
+    """The command that resumes what the user typed: the same command line, with
+    ``option RUN_ID`` set when the command resumes by an option (``--resume``); a command
+    whose run id is a function of its inputs resumes by running it again."""
+    import shlex
+
+    argv = list(sys.argv[1:])
+    if option is not None and run_id is not None:
+        if option in argv:
+            at = argv.index(option)
+            del argv[at:at + 2]
+        argv += [option, run_id]
+    return shlex.join(["rungbench", *argv])
+
+
+def interruptible(action: Callable[[], T], *, as_json: bool,
+                  option: str | None = None) -> T:
+    """:func:`run`, and an interrupt (Ctrl-C) stopping a run ends in one line naming the run
+    and the command that resumes it (exit 130)."""
+    from rungbench.execute.runner import RunInterrupted
+
+    try:
+        return run(action, as_json=as_json)
+    except RunInterrupted as exc:
+        line = (f"interrupted: run {exc.run_id} stopped, everything finished is kept; "
+                f"resume: {resume_command(option, exc.run_id)}")
+        if as_json:
+            emit_json({"ok": False, "error": "interrupted", "run_id": exc.run_id,
+                       "run_dir": str(exc.run_dir), "message": line})
+        else:
+            err_console.print(f"[bold red]error[/] {escape(line)}", highlight=False,
+                              soft_wrap=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def os_error(exc: OSError) -> InputError:

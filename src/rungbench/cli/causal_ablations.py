@@ -1,8 +1,9 @@
 """`rungbench causal arms|ablate|prereg …`: registered arms, ablation runs, preregistration.
 
 Thin: parse, call one library function, print (Rich tables or one JSON document). One agent
-serves every arm: a planted reference agent behind the loopback server (``--agent
-planted:reader``), or any OpenAI-compatible endpoint (``--base-url`` and ``--model``).
+serves every arm, named by the agent options of every command (:mod:`rungbench.cli._agents`):
+a planted agent served on loopback (``--model planted:reader``), a label from ``--models``,
+or any OpenAI-compatible endpoint (``--model openai:MODEL --base-url URL``).
 """
 
 from __future__ import annotations
@@ -15,53 +16,46 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from rungbench.cli._agents import (
+    BaseUrlOpt,
+    KeyEnvOpt,
+    ModelOpt,
+    ModelsOpt,
+    NoKeyOpt,
+    ParamOpt,
+    PriceInOpt,
+    PriceOutOpt,
+    agent_spec,
+)
 from rungbench.cli._common import command_group, console, emit_json, progress_bar, run
 from rungbench.errors import InputError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
 PresetOpt = Annotated[str, typer.Option("--arms-preset",
                                         help="Registered preset name or a TOML file of arms.")]
-AgentOpt = Annotated[str | None, typer.Option(
-    "--agent", help="planted:reader, planted:graph_only or planted:bare (served on loopback).")]
-BaseUrlOpt = Annotated[str | None, typer.Option("--base-url",
-                                                help="OpenAI-compatible endpoint base URL.")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name at --base-url.")]
-KeyEnvOpt = Annotated[str, typer.Option("--api-key-env",
-                                        help="Environment variable holding the API key.")]
 ConcOpt = Annotated[int, typer.Option("--concurrency", min=1, max=64,
                                       help="Cells in flight at once.")]
-PriceInOpt = Annotated[float, typer.Option("--usd-per-mtok-in", min=0.0,
-                                           help="Prompt price (USD per million tokens).")]
-PriceOutOpt = Annotated[float, typer.Option("--usd-per-mtok-out", min=0.0,
-                                            help="Completion price (USD per million tokens).")]
 DirOpt = Annotated[pathlib.Path, typer.Option("--dir", help="Preregistration directory.")]
 
 prereg_app = command_group("Preregistration: pilot → commit margins → validate once.")
 
 
 @contextlib.contextmanager
-def _agent(agent: str | None, base_url: str | None, model: str | None,
-           api_key_env: str, prices: tuple[float, float] = (0.0, 0.0)) -> Iterator[Any]:
-    """The one agent every arm of the command uses."""
-    from rungbench.agents.openai_provider import OpenAIProvider, Pricing
-    from rungbench.causal.ablations.planted import planted_agent
-    from rungbench.causal.ablations.runs import loopback_provider
+def _agent(spec: Any) -> Iterator[Any]:
+    """The one agent every arm of the command uses (a planted one served on loopback)."""
+    from rungbench.causal.ablations.cells import ABLATION_TASK
+    from rungbench.execute.tasks import open_agent
 
-    if (agent is None) == (base_url is None):
-        raise InputError("give exactly one of --agent planted:NAME or --base-url with --model",
-                         field="--agent")
-    if agent is not None:
-        with loopback_provider(planted_agent(agent)) as provider:
-            yield provider
-        return
-    if model is None:
-        raise InputError("--base-url needs --model", field="--model")
-    provider = OpenAIProvider(model, base_url=str(base_url), api_key_env=api_key_env,
-                              pricing=Pricing(*prices))
-    try:
-        yield provider
-    finally:
-        provider.close()
+    with open_agent(spec, ABLATION_TASK, serve=True) as agent:
+        yield agent
+
+
+def _spec(model: list[str] | None, models: pathlib.Path | None, base_url: str | None,
+          api_key_env: str | None, no_api_key: bool, params: list[str] | None,
+          prices: tuple[float, float] = (0.0, 0.0), *, as_json: bool) -> Any:
+    return agent_spec(model, models, base_url=base_url, api_key_env=api_key_env,
+                      no_api_key=no_api_key, params=params, usd_in=prices[0],
+                      usd_out=prices[1], as_json=as_json)
 
 
 def _matrix(preset: str) -> Any:
@@ -92,8 +86,8 @@ def ablate_command(
     bench: Annotated[pathlib.Path, typer.Option("--bench", help="Built bench directory.")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Folder for the arm runs.")],
     arms: Annotated[str, typer.Option("--arms", help="Comma-separated arm names.")],
-    agent: AgentOpt = None, base_url: BaseUrlOpt = None, model: ModelOpt = None,
-    api_key_env: KeyEnvOpt = "OPENAI_API_KEY",
+    model: ModelOpt = None, models: ModelsOpt = None, base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None, no_api_key: NoKeyOpt = False, param: ParamOpt = None,
     samples: Annotated[int | None, typer.Option("--samples", min=1, max=100,
                                                 help="Repeated samples per case.")] = None,
     per_world: Annotated[int | None, typer.Option("--per-world", min=1, max=50,
@@ -108,6 +102,9 @@ def ablate_command(
     from rungbench.causal.ablations.analysis import ablation_report, to_markdown
     from rungbench.causal.ablations.runs import run_arms
 
+    spec = _spec(model, models, base_url, api_key_env, no_api_key, param, (usd_in, usd_out),
+                 as_json=as_json)
+
     def action() -> dict[str, Any]:
         matrix = _matrix(preset)
         names = [a.strip() for a in arms.split(",") if a.strip()]
@@ -115,7 +112,7 @@ def ablate_command(
             if n not in matrix.arms:
                 raise InputError(f"unknown arm {n!r}; known: {', '.join(matrix.arms)}",
                                  field="--arms")
-        with _agent(agent, base_url, model, api_key_env, (usd_in, usd_out)) as provider, \
+        with _agent(spec) as provider, \
                 progress_bar("ablation arms", quiet=as_json) as tick:
             hook = None if tick is None else (lambda arm, done, total: tick(done, total))
             runs = run_arms(matrix, names, bench, out, provider, samples=samples,
@@ -135,15 +132,17 @@ def ablate_command(
 def pilot_command(
     directory: DirOpt,
     bench: Annotated[pathlib.Path, typer.Option("--bench", help="Dev bench (60 worlds).")],
-    agent: AgentOpt = None, base_url: BaseUrlOpt = None, model: ModelOpt = None,
-    api_key_env: KeyEnvOpt = "OPENAI_API_KEY", concurrency: ConcOpt = 1,
-    preset: PresetOpt = "causal_arms", as_json: JsonOpt = False,
+    model: ModelOpt = None, models: ModelsOpt = None, base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None, no_api_key: NoKeyOpt = False, param: ParamOpt = None,
+    concurrency: ConcOpt = 1, preset: PresetOpt = "causal_arms", as_json: JsonOpt = False,
 ) -> None:
     """Pilot: A0, A2, A9 on the dev worlds, two samples each; per-endpoint variance."""
     from rungbench.causal.ablations import prereg
 
+    spec = _spec(model, models, base_url, api_key_env, no_api_key, param, as_json=as_json)
+
     def action() -> dict[str, Any]:
-        with _agent(agent, base_url, model, api_key_env) as provider:
+        with _agent(spec) as provider:
             return prereg.pilot(directory, _matrix(preset), bench, provider,
                                 concurrency=concurrency)
 
@@ -185,15 +184,17 @@ def validate_command(
         "--memory", help="The agent side's memory directory to scan.")] = None,
     final_release: Annotated[str | None, typer.Option(
         "--final-release", help="Run the once-per-release final test (test split).")] = None,
-    agent: AgentOpt = None, base_url: BaseUrlOpt = None, model: ModelOpt = None,
-    api_key_env: KeyEnvOpt = "OPENAI_API_KEY", concurrency: ConcOpt = 1,
-    preset: PresetOpt = "causal_arms", as_json: JsonOpt = False,
+    model: ModelOpt = None, models: ModelsOpt = None, base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None, no_api_key: NoKeyOpt = False, param: ParamOpt = None,
+    concurrency: ConcOpt = 1, preset: PresetOpt = "causal_arms", as_json: JsonOpt = False,
 ) -> None:
     """One look at the cohort for CANDIDATE: judged on the committed margins, then scanned."""
     from rungbench.causal.ablations import prereg
 
+    spec = _spec(model, models, base_url, api_key_env, no_api_key, param, as_json=as_json)
+
     def action() -> dict[str, Any]:
-        with _agent(agent, base_url, model, api_key_env) as provider:
+        with _agent(spec) as provider:
             return prereg.validate(directory, _matrix(preset), candidate, bench, provider,
                                    comparator=comparator, kind=kind, dev_bench=dev_bench,
                                    memory=memory, final_release=final_release,

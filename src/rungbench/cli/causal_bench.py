@@ -86,14 +86,18 @@ def _refuse(detail: str) -> None:
 
 def eval_command(
     bench: BenchOpt,
-    agent: Annotated[str, typer.Option("--agent", help="reference:NAME.")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Run directory.")],
+    model: Annotated[str, typer.Option(
+        "--model", "--agent", help="A calibrating reference agent: reference:NAME "
+        "(a model of your own runs with rungbench run BENCH, then causal score).")],
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run an agent on every public case, score it, label its failures (sealed run dir)."""
+    """Run a reference agent on every public case, score it, label its failures (sealed run
+    dir)."""
     from rungbench.causal.bench.evaluate import evaluate
 
+    agent = model
     summary = run(lambda: evaluate(bench, agent, out, force=force), as_json=as_json)
     if as_json:
         emit_json(summary)
@@ -108,7 +112,9 @@ def score_command(
     bench: BenchOpt,
     responses: Annotated[pathlib.Path, typer.Option("--responses", help="agent_response JSONL.")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Run directory.")],
-    arm: Annotated[str, typer.Option("--arm", help="Arm name for the run manifest.")] = "external",
+    arm: Annotated[str | None, typer.Option(
+        "--arm", help="Agent name for the run manifest (default: the label the responses "
+        "name, else external).")] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -124,7 +130,7 @@ def score_command(
     if as_json:
         emit_json(summary)
         return
-    _print_outcomes(summary, f"{arm} on {bench}")
+    _print_outcomes(summary, f"{summary.get('agent', arm)} on {bench}")
     for bad in summary["invalid_lines"]:
         console.print(f"  invalid line {bad['line']}: {bad['error']}", markup=False,
                       highlight=False)
@@ -231,52 +237,6 @@ def agreement_command(
         raise typer.Exit(1)
 
 
-def episodes_command(
-    bench: BenchOpt,
-    agent: Annotated[str, typer.Option("--agent", help="reference:p2_protocol, "
-                                       "reference:premature_commitment or openai:MODEL.")],
-    out: Annotated[pathlib.Path, typer.Option("--out", help="Folder holding runs/.")],
-    worlds: Annotated[int | None, typer.Option("--worlds", min=1, max=2000,
-                                               help="First N records/2 worlds.")] = None,
-    families: Annotated[str | None, typer.Option(
-        "--families", help="Only these: incident,active,revision,provenance,negative.")] = None,
-    budget: Annotated[float | None, typer.Option("--budget", min=0.0, max=1000.0,
-                                                 help="Experiment budget per episode.")] = None,
-    resume: Annotated[pathlib.Path | None, typer.Option("--resume", help="Run to resume.")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="openai:MODEL endpoint "
-                                                 "(key in $OPENAI_API_KEY).")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Run an agent on the records/2 cases as tool-use episodes (loopback openai).
-
-    Telemetry comes only from the logs/metrics tools, experiments from run_experiment; every
-    call is a tool_call record of the run, and each answer is scored on the evidence the
-    episode actually obtained.
-    """
-    from rungbench.causal.bench.episode_runs import run_agent
-    from rungbench.causal.bench.next_build import parse_families
-
-    def go() -> dict[str, Any]:
-        chosen = parse_families(families) if families is not None else None
-        return run_agent(bench, out, agent, base_url=base_url, resume=resume, worlds=worlds,
-                         families=chosen, experiment_budget=budget)
-
-    result = run(go, as_json=as_json)
-    result.pop("rows")
-    if as_json:
-        emit_json(result)
-        return
-    table = Table(title=f"{result['agent']} episodes → {result['run']}")
-    for col in ("family", "n", "outcomes", "lucky", "decision regret", "experiments"):
-        table.add_column(col)
-    for fam, b in result["scored"]["families"].items():
-        regret = b.get("mean_decision_regret")
-        table.add_row(fam, str(b["n"]), ", ".join(f"{k} {v}" for k, v in b["outcomes"].items()),
-                      f"{b['lucky_rate']:.2f}", "-" if regret is None else f"{regret:.3f}",
-                      f"{b['mean_experiments']:.2f}")
-    console.print(table)
-
-
 def register(app: typer.Typer) -> None:
     """Add the benchmark commands to the ``rungbench causal`` app."""
     app.command("build")(build_command)
@@ -285,6 +245,8 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
     app.command("audit")(audit_command)
     app.command("scorer-agreement")(agreement_command)
+    from rungbench.cli.causal_episodes import episodes_command
+
     app.command("episodes")(episodes_command)
     from rungbench.cli import causal_logger
 

@@ -1,21 +1,37 @@
 """`rungbench chess census` and `rungbench chess play`: A104 transcript census and game harness.
 
-``play`` takes the agent options of ``rungbench run``: ``--agent reference:NAME`` (the
-scripted, random or engine reference agent) or ``--model openai:MODEL --base-url URL``
-(a real model through :class:`~rungbench.agents.openai_provider.OpenAIProvider`, its
-reliability failures retried in the identical request under ``--max-attempts``).
+``play`` takes the agent options of every command (:mod:`rungbench.cli._agents`):
+``--model reference:NAME`` (the scripted, random or engine reference agent), a label from
+``--models FILE``, or ``--model openai:MODEL --base-url URL`` (its reliability failures
+retried in the identical request under ``--max-attempts``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from rungbench.chess.transcripts.dispatch import VERSIONS
+from rungbench.chess.transcripts.play import COLOURS, OPPONENTS
+from rungbench.cli._agents import (
+    BackoffOpt,
+    BaseUrlOpt,
+    KeyEnvOpt,
+    LabelOpt,
+    MaxAttemptsOpt,
+    ModelOpt,
+    ModelsOpt,
+    NoKeyOpt,
+    ParamOpt,
+    PriceInOpt,
+    PriceOutOpt,
+    TimeoutOpt,
+    agent_spec,
+)
 from rungbench.cli._common import (
     JSON_OPTION,
     SEED_MAX,
@@ -25,19 +41,7 @@ from rungbench.cli._common import (
     progress_bar,
     run,
 )
-from rungbench.cli.run import (
-    BACKOFF_HELP,
-    BASE_URL_OPTION,
-    PARAM_OPTION,
-    TIMEOUT_HELP,
-    check_backoff,
-    positive_seconds,
-)
-from rungbench.jobs.play import COLOURS, OPPONENTS
-from rungbench.jobs.runs import DEFAULT_API_KEY_ENV
 
-if TYPE_CHECKING:  # census and harness load only when a command runs (fast start-up)
-    pass
 
 def llm_chess_data() -> Path:
     """Return the bundled public LLM Chess logs: ``data/llm_chess`` under the data dir."""
@@ -95,9 +99,6 @@ def census_cmd(
         print_census(doc)
 
 
-AGENT_HELP = "reference:NAME (scripted, random or engine); default reference:scripted."
-
-
 def play_cmd(
     out: Annotated[Path, typer.Argument(help="Folder to write the native corpus into.")],
     games: int = typer.Option(10, min=1, help="Games to play."),
@@ -111,34 +112,38 @@ def play_cmd(
     dispatcher: str = typer.Option("llmchess-2025-08", callback=choice(tuple(sorted(VERSIONS))),
                                    help=f"One of {sorted(VERSIONS)}."),
     force: bool = typer.Option(False, "--force", help="Replace a corpus already in OUT."),
-    agent: str | None = typer.Option(None, "--agent", help=AGENT_HELP),
-    model: str | None = typer.Option(None, "--model", help="openai:MODEL (a real model)."),
-    base_url: str | None = BASE_URL_OPTION,
-    api_key_env: str = typer.Option(
-        DEFAULT_API_KEY_ENV, "--api-key-env", help="Environment variable holding the API key."
-    ),
-    timeout: float = typer.Option(120.0, "--timeout", callback=positive_seconds,
-                                  help=TIMEOUT_HELP),
-    param: list[str] = PARAM_OPTION,
-    max_attempts: int = typer.Option(
-        4, "--max-attempts", min=1, help="Attempts per model request (reliability failures)."
-    ),
-    backoff: str = typer.Option("2,8,30", "--backoff", callback=check_backoff,
-                                help=BACKOFF_HELP),
+    model: ModelOpt = None,
+    models: ModelsOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None,
+    no_api_key: NoKeyOpt = False,
+    label: LabelOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    param: ParamOpt = None,
+    usd_in: PriceInOpt = 0.0,
+    usd_out: PriceOutOpt = 0.0,
+    max_attempts: MaxAttemptsOpt = 4,
+    backoff: BackoffOpt = "2,8,30",
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Play games with a reference agent or a real model and write a native corpus."""
-    from rungbench.jobs.play import ModelOptions, PlayOptions, play_games
+    """Play games with a reference agent (default reference:scripted) or a model of your own
+    and write a native corpus."""
+    from rungbench.chess.transcripts.play import PlayOptions, play_games
+    from rungbench.execute.policy import RetryPolicy
+    from rungbench.jobs.runs import seconds
 
     options = PlayOptions(games=games, seed=seed, colour=colour, opponent=opponent, nodes=nodes,
                           max_plies=max_plies, dispatcher=dispatcher)
-    model_options = ModelOptions(base_url=base_url, api_key_env=api_key_env, timeout_s=timeout,
-                                 params=tuple(param), max_attempts=max_attempts, backoff=backoff)
+    spec = agent_spec(model, models, base_url=base_url, api_key_env=api_key_env,
+                      no_api_key=no_api_key, params=param, timeout=timeout, usd_in=usd_in,
+                      usd_out=usd_out, label=label, seed=seed, default="reference:scripted",
+                      as_json=as_json)
+    policy = RetryPolicy(max_attempts=max_attempts, backoff_s=seconds(backoff))
 
     def action() -> dict[str, Any]:
         with progress_bar("playing", quiet=as_json, total=games) as tick:
-            return play_games(out, agent=agent, model=model, options=options,
-                              model_options=model_options, force=force, progress=tick)
+            return play_games(out, spec=spec, options=options, policy=policy, force=force,
+                              progress=tick)
 
     manifest = run(action, as_json=as_json)
     files: dict[str, Any] = {f["path"]: {"digest": f["digest"], "lines": f["lines"]}

@@ -1,9 +1,11 @@
 """`rungbench chess study freeze|bind|authorize|run|evaluate|status|analyze`: the study pipeline.
 
 Each step is content-addressed, resumable and refuses on stale inputs
-(:mod:`rungbench.chess.studies.study`). ``run --planted NAME`` serves a planted-mechanism
-agent on a loopback OpenAI-compatible server and sends through the real ``openai``
-client; without it the run goes to ``--base-url`` with the key in ``--api-key-env``.
+(:mod:`rungbench.chess.studies.study`). A preset is a bundled name or a TOML file of one's
+own; ``bind --models FILE`` pins the agents its model labels name. ``run --model`` takes
+the agent options of every command (:mod:`rungbench.cli._agents`): a label from the models
+file, or a spec; a planted or reference agent is served on a loopback OpenAI-compatible
+server and sent to through the real ``openai`` client.
 ``analyze`` joins a binding's runs and evaluations into its cell table and publishes the
 analysis (:func:`rungbench.chess.studies.study.analyze`).
 """
@@ -14,15 +16,37 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from rungbench.cli._agents import (
+    BaseUrlOpt,
+    KeyEnvOpt,
+    LabelOpt,
+    ModelOpt,
+    ModelsOpt,
+    NoKeyOpt,
+    ParamOpt,
+    PriceInOpt,
+    PriceOutOpt,
+    ProcessesOpt,
+    StopAfterOpt,
+    TimeoutOpt,
+    agent_spec,
+    retry_policy,
+    stopped_message,
+)
 from rungbench.cli._common import (
+    EXIT_ERROR,
     JSON_OPTION,
     choice,
     command_group,
     console,
     emit_json,
+    err_console,
+    interruptible,
     progress_bar,
+    resume_command,
     run,
 )
 from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
@@ -32,10 +56,8 @@ STAGE_OPTION = typer.Option(..., "--stage", help="Published label stage director
 MODELS_OPTION = typer.Option(..., "--model", help="Model covered (repeatable).")
 ROUTES_OPTION = typer.Option(..., "--route", help="Route covered (repeatable).")
 BINDINGS_OPTION = typer.Option([], "--binding", help="Binding covered (default: any).")
-PLANTED = ("a105:board_limited", "a105:list_limited", "a105:substitutable",
-           "a105:complementary", "a105:null", "e020:ideas_limited", "e020:vision_limited",
-           "e023:sharp", "e023:diffuse", "e023:primacy")
-"""Planted agents (:data:`rungbench.chess.studies.planted.PLANTED_NAMES`)."""
+PRESET_HELP = ("Preset: a bundled name (a105, e023, e020_e021, e022, demo_a105, demo_e023, "
+               "demo_e020_e021) or a TOML file of your own (rungbench design new).")
 
 
 def register(app: typer.Typer) -> None:
@@ -74,17 +96,18 @@ def _shortfall_table(exc: Exception) -> None:
 
 
 def freeze_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
-               preset: str = typer.Option("e020_e021", help="Preset with the [manifest] quotas."),
+               preset: str = typer.Option("e020_e021", help="Preset with the [manifest] quotas "
+                                          "(a bundled name or a TOML file)."),
                force: bool = typer.Option(False, "--force", help="Replace a frozen manifest."),
                as_json: bool = JSON_OPTION) -> None:
     """Freeze the final manifest by the preset's registered quotas (quota_short refuses)."""
     from rungbench.chess.studies import study as st
-    from rungbench.design.registry import load_design
+    from rungbench.design.registry import load_preset
     from rungbench.errors import Refusal
 
     def action() -> dict[str, Any]:
         try:
-            return st.freeze(study, stage, load_design(preset), force=force)
+            return st.freeze(study, stage, load_preset(preset), force=force)
         except Refusal as exc:
             if not as_json:
                 _shortfall_table(exc)
@@ -94,14 +117,17 @@ def freeze_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
     emit_json(summary) if as_json else _show("manifest frozen", summary)
 
 
-def bind_cmd(preset: str = typer.Argument(..., help="Registered preset: a105, e023, "
-                                          "e020_e021, e022."),
+def bind_cmd(preset: str = typer.Argument(..., help=PRESET_HELP),
              study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
-             as_json: bool = JSON_OPTION) -> None:
-    """Bind a registered design to the study's current manifest (content-addressed)."""
+             models: ModelsOpt = None, as_json: bool = JSON_OPTION) -> None:
+    """Bind a preset to the study's current manifest (content-addressed); with --models,
+    pin the agents its model labels name."""
+    from rungbench.agents.models_file import load_models
     from rungbench.chess.studies import study as st
 
-    summary = run(lambda: st.bind(study, preset, stage), as_json=as_json)
+    summary = run(lambda: st.bind(study, preset, stage,
+                                  None if models is None else load_models(models)),
+                  as_json=as_json)
     emit_json(summary) if as_json else _show("binding frozen", summary)
 
 
@@ -127,71 +153,55 @@ def authorize_cmd(study: Path = STUDY_OPTION,
 
 def run_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
             binding: str = typer.Option(..., "--binding", help="Binding digest (or prefix)."),
-            model: str = typer.Option(..., "--model", help="Model label (as registered)."),
+            model: ModelOpt = None, models: ModelsOpt = None, base_url: BaseUrlOpt = None,
+            api_key_env: KeyEnvOpt = None, no_api_key: NoKeyOpt = False,
+            label: LabelOpt = None, param: ParamOpt = None, timeout: TimeoutOpt = 120.0,
+            client_processes: ProcessesOpt = 0, usd_in: PriceInOpt = 0.0,
+            usd_out: PriceOutOpt = 0.0,
             route: str = typer.Option("default", "--route", help="Route label."),
             authorization: str = typer.Option(..., "--authorization",
                                               help="Budget authorization digest (or prefix)."),
-            base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL."),
-            api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env",
-                                            help="Environment variable holding the key."),
-            planted: str | None = typer.Option(None, "--planted", callback=lambda v: v and
-                                               choice(PLANTED)(v),
-                                               help="Serve a planted agent on loopback."),
             seed: int = typer.Option(0, min=0, max=2**31 - 1, help="Planted agent seed."),
             probe: bool = typer.Option(False, "--probe", help="Run the shortlist probe."),
             shortlist_from: str | None = typer.Option(
                 None, "--shortlist-from", help="Probe run id: run the self-shortlist choice."),
             concurrency: int = typer.Option(4, min=1, max=64, help="Cells in flight."),
+            stop_after: StopAfterOpt = None,
             executor: str = EXECUTOR_OPTION,
             ray_address: str | None = RAY_ADDRESS_OPTION,
             as_json: bool = JSON_OPTION) -> None:
     """Run (or resume) one model × route of a binding through the runner, under budget."""
-    from functools import partial
-
-    from rungbench.agents.openai_provider import OpenAIProvider
     from rungbench.chess.studies import study as st
-    from rungbench.chess.studies.bindings import load_binding
-    from rungbench.chess.studies.ladder import schedule_for
-    from rungbench.chess.studies.planted import LOOPBACK_KEY_ENV, loopback_provider, planted_agent
-    from rungbench.execute.executors import WorkerAgent, executor_for
+    from rungbench.execute.executors import executor_for
 
-    if planted is None and base_url is None:
-        raise typer.BadParameter("give --base-url (a provider) or --planted (loopback)",
-                                 param_hint="--base-url")
     if probe and shortlist_from is not None:
         raise typer.BadParameter("--probe and --shortlist-from are separate runs; give one",
                                  param_hint="--shortlist-from")
     kind = executor_kind(executor, ray_address)
-    key = "loopback-planted"  # the loopback server's own key (public, not a secret)
-
-    def send(provider: OpenAIProvider, pool: Any, progress: Any) -> dict[str, Any]:
-        environ = None if planted is None else {LOOPBACK_KEY_ENV: key}
-        recipe = partial(OpenAIProvider, model, base_url=provider.base_url,
-                         api_key_env=provider.api_key_env, environ=environ)
-        return st.run_study(study, stage, binding, model=model, route=route,
-                            agent=provider if pool is None else WorkerAgent(provider, recipe),
-                            authorization=authorization, concurrency=concurrency,
-                            progress=progress, probe=probe, shortlist_from=shortlist_from,
-                            executor=pool)
+    spec = agent_spec(model, models, base_url=base_url, api_key_env=api_key_env,
+                      no_api_key=no_api_key, params=param, client_processes=client_processes,
+                      timeout=timeout, usd_in=usd_in, usd_out=usd_out, label=label, seed=seed,
+                      as_json=as_json)
 
     def action() -> dict[str, Any]:
         with progress_bar("cells", quiet=as_json) as progress, executor_for(
                 kind, address=ray_address, workers=concurrency) as pool:
-            if planted is None:
-                assert base_url is not None
-                return send(OpenAIProvider(model, base_url=base_url, api_key_env=api_key_env),
-                            pool, progress)
-            manifest = st.current_manifest(study, stage)
-            schedule = schedule_for(load_binding(study, binding, manifest), manifest, model,
-                                    route, probe=probe, shortlist_from=None if shortlist_from
-                                    is None else st.runs_dir(study) / shortlist_from)
-            with loopback_provider(planted_agent(planted, seed=seed),
-                                   [c.request for c in schedule], model=model,
-                                   key=key) as provider:
-                return send(provider, pool, progress)
+            return st.run_spec(study, stage, binding, spec, route=route,
+                               authorization=authorization, concurrency=concurrency,
+                               progress=progress, probe=probe, shortlist_from=shortlist_from,
+                               policy=retry_policy(stop_after=stop_after),
+                               executor=pool)
 
-    summary = run(action, as_json=as_json)
+    summary = interruptible(action, as_json=as_json)
+    stopped = summary.get("stopped_detail")
+    if stopped:
+        summary["message"] = f"{stopped_message(stopped, spec)}; resume: {resume_command()}"
     emit_json(summary) if as_json else _show("study run", summary)
+    if stopped:
+        if not as_json:
+            err_console.print(f"[bold red]error[/] {escape(summary['message'])}",
+                              highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_ERROR)
 
 
 def evaluate_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,

@@ -16,7 +16,6 @@ from rich.table import Table
 from rungbench.cli._common import JSON_OPTION, command_group, console, emit_json, run
 from rungbench.design.audit import AuditReport
 from rungbench.design.registry import load_design, registered_names
-from rungbench.jobs.designs import audit_design
 
 app = command_group("Registered designs: digests and outcome-blind audits.")
 
@@ -47,6 +46,8 @@ def audit(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Audit a registered design; exit 1 when an exact-balance property fails."""
+    from rungbench.chess.studies.audits import audit_design  # renders chess prompts
+
     def action() -> AuditReport:
         if as_json:
             return audit_design(name, file)
@@ -82,3 +83,33 @@ def print_report(report: AuditReport) -> None:
 def _fmt(value: float) -> str:
     value = float(value) + 0.0  # prints a rounded −0.0 as 0
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.4g}"
+
+
+NEW_OUT = typer.Option(..., "--out", help="Where the copy is written (a .toml file).")
+
+
+@app.command("new")
+def new(
+    name: str = typer.Argument(..., help="Bundled preset to copy (rungbench design list)."),
+    out: Path = NEW_OUT,
+    force: bool = typer.Option(False, "--force", help="Replace a file already there."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Write a copy of a bundled preset to edit: your models' labels, counts, seeds. Bind it
+    with `rungbench chess study bind FILE --models MODELS`; it is checked like a bundled one."""
+    from rungbench.design.registry import bundled_text, load_design_file
+    from rungbench.errors import InputError
+    from rungbench.evidence.store import write_atomic
+
+    def action() -> dict[str, str]:
+        if out.suffix != ".toml":
+            raise InputError("a preset file ends in .toml", path=str(out))
+        write_atomic(out, bundled_text(name).encode("utf-8"), overwrite=force)
+        return {"preset": name, "file": str(out), "digest": load_design_file(out).digest}
+
+    doc = run(action, as_json=as_json)
+    if as_json:
+        emit_json(doc)
+    else:
+        console.print(f"{doc['file']}: a copy of {doc['preset']} ({doc['digest']})",
+                      markup=False, highlight=False)

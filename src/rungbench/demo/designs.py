@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rungbench.chess.studies.audits import AUDITS, audit_design
 from rungbench.demo import StageResult
 from rungbench.evidence.canonical import canonical_bytes
-from rungbench.jobs.designs import AUDITS, audit_design
 
 
 def run(workdir: Path) -> StageResult:

@@ -7,12 +7,11 @@ run. ``detail`` is the final run summary.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from rungbench.agents.loopback import Fault, LoopbackServer
-from rungbench.agents.openai_provider import OpenAIProvider
+from rungbench.agents.providers import loopback_key, loopback_spec, open_provider
 from rungbench.chess import reference_agents as chess_agents
 from rungbench.chess.studies.move_choice import puzzle_schedule
 from rungbench.demo import StageResult
@@ -52,7 +51,7 @@ def _reuse(base: Path) -> StageResult:
 
 def _first_run(workdir: Path) -> StageResult:
     schedule = puzzle_schedule(_puzzles(), limit=12)
-    key = "sk-demo-" + os.urandom(8).hex()
+    key = loopback_key()
     digests = [c.request.payload_digest() for c in schedule]
     faults = {
         digests[1]: [Fault.RATE_LIMIT],
@@ -70,13 +69,9 @@ def _first_run(workdir: Path) -> StageResult:
             faults=faults,
             retry_after_s=0.2,
         ) as server:
-            provider = OpenAIProvider(
-                "loopback-engine",
-                base_url=server.base_url,
-                api_key_env="RUNGBENCH_DEMO_KEY",
-                timeout_s=10.0,
-                environ={"RUNGBENCH_DEMO_KEY": key},
-            )
+            spec, environ = loopback_spec(server.base_url, key, "loopback-engine",
+                                          timeout_s=10.0)
+            provider = open_provider(spec, environ=environ)
             policy = RetryPolicy(max_attempts=3, backoff_s=(0.1,))
             run_dir = create_run(
                 workdir / "run-demo", schedule, describe_agent(provider), policy=policy

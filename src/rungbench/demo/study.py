@@ -4,7 +4,9 @@
 the label stage of :mod:`rungbench.demo.labels`:
 
 1. freeze the final manifest by ``demo_e020_e021``'s quotas (30 positions);
-2. bind ``demo_a105``, ``demo_e020_e021`` and ``demo_e023`` to it;
+2. write the models file naming every planted agent by its label
+   (``chess-study/models.toml``) and bind ``demo_a105``, ``demo_e020_e021`` and
+   ``demo_e023`` to the manifest with it;
 3. freeze one budget authorization covering every planted model on the loopback route;
 4. run every model of every binding through the real ``openai`` client against a loopback
    server that serves the planted-mechanism agents (:mod:`rungbench.chess.studies.planted`;
@@ -26,20 +28,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rungbench.agents.models_file import ModelsFile, load_models, models_toml
+from rungbench.agents.spec import AgentSpec
 from rungbench.chess.labels.idle import IdleGate, default_max_load
 from rungbench.chess.studies import budget as bud
 from rungbench.chess.studies import study as st
-from rungbench.chess.studies.bindings import load_binding
 from rungbench.chess.studies.evaluation import StageOptions, evaluate_run, verify_evaluation
 from rungbench.chess.studies.evaluator import EvaluatorConfig
-from rungbench.chess.studies.ladder import schedule_for
-from rungbench.chess.studies.manifest import load_manifest
-from rungbench.chess.studies.planted import loopback_provider, planted_agent
 from rungbench.demo import StageResult
 from rungbench.demo.labels import workspace
 from rungbench.design.registry import load_design
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import bytes_digest
+from rungbench.evidence.store import write_atomic
 
 MANIFEST_PRESET = "demo_e020_e021"
 """The preset whose [manifest] quotas the demo manifest is frozen by."""
@@ -102,17 +103,26 @@ def _authorization(study: Path) -> str:
     return bud.freeze_authorization(study, auth)
 
 
-def _run(study: Path, stage: Path, binding: str, model: str, planted: str, auth: str,
+def demo_models(plans: tuple[Plan, ...] = PLANS) -> tuple[AgentSpec, ...]:
+    """Every planted agent of ``plans`` as a spec under its label."""
+    return tuple(AgentSpec(label, "planted", planted) for _, agents, _ in plans
+                 for label, planted in agents)
+
+
+def _models(workdir: Path, plans: tuple[Plan, ...]) -> ModelsFile:
+    """The demo's models file, written beside the study (rewritten only when it differs)."""
+    path = workdir / "chess-study" / "models.toml"
+    text = models_toml(demo_models(plans))
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text.encode("utf-8"), overwrite=True)
+    return load_models(path)
+
+
+def _run(study: Path, stage: Path, binding: str, spec: AgentSpec, auth: str,
          probe: bool, shortlist_from: str | None) -> dict[str, Any]:
-    manifest = load_manifest(study / "manifest")
-    source = None if shortlist_from is None else st.runs_dir(study) / shortlist_from
-    schedule = schedule_for(load_binding(study, binding, manifest), manifest, model, ROUTE,
-                            probe=probe, shortlist_from=source)
-    with loopback_provider(planted_agent(planted), [c.request for c in schedule],
-                           model=model) as provider:
-        result = st.run_study(study, stage, binding, model=model, route=ROUTE, agent=provider,
-                              authorization=auth, concurrency=4, probe=probe,
-                              shortlist_from=shortlist_from)
+    result = st.run_spec(study, stage, binding, spec, route=ROUTE, authorization=auth,
+                         concurrency=4, probe=probe, shortlist_from=shortlist_from)
     if not result["complete"]:
         raise InputError(f"demo run {result['run_id']} stopped ({result['stopped']}) with "
                          f"{result['final']}/{result['cells']} cells final", path=result["run"])
@@ -150,9 +160,10 @@ def run(workdir: Path, *, plans: tuple[Plan, ...] = PLANS,
     study = study_dir(workdir)
     manifest, manifest_reused = _manifest(study, stage)
     auth = _authorization(study)
+    models = _models(workdir, plans)
     bindings: dict[str, Any] = {}
     for preset, agents, has_probe in plans:
-        bound = st.bind(study, preset, stage)
+        bound = st.bind(study, preset, stage, models)
         runs = []
         for model, planted in agents:
             # the move-choice arms, then the self-shortlist probe (coverage C) and the choice
@@ -162,7 +173,7 @@ def run(workdir: Path, *, plans: tuple[Plan, ...] = PLANS,
                 parts += [("probe", True, None), ("choice", False, "probe")]
             ids: dict[str, str] = {}
             for part, probe, source in parts:
-                result = _run(study, stage, bound["binding"], model, planted, auth, probe,
+                result = _run(study, stage, bound["binding"], models.get(model), auth, probe,
                               ids.get(source) if source else None)
                 ids[part] = result["run_id"]
                 entry = {"run_id": result["run_id"], "model": model, "planted": planted,

@@ -36,6 +36,11 @@ class RegisteredDesign:
     digest: str
     """``sha256:<hex>`` of the document's canonical JSON."""
 
+    @property
+    def bundled(self) -> bool:
+        """Whether this is a preset shipped in :data:`DESIGN_PACKAGE` (not a user's file)."""
+        return self.source.startswith(f"{DESIGN_PACKAGE}/")
+
     def section(self, key: str) -> dict[str, Any]:
         """Return the top-level table ``key``; raise :class:`InputError` when absent."""
         value = self.document.get(key)
@@ -68,6 +73,22 @@ def load_design(name: str) -> RegisteredDesign:
     resource = resources.files(DESIGN_PACKAGE) / f"{name}.toml"
     return parse_design(resource.read_text(encoding="utf-8"), name=name,
                         source=f"{DESIGN_PACKAGE}/{name}.toml")
+
+
+def load_preset(name_or_path: str | Path) -> RegisteredDesign:
+    """A bundled preset by name, or a preset file of one's own by path (a ``.toml`` file, or
+    any name holding a path separator); a user's preset is read and checked exactly like a
+    bundled one by whatever uses it."""
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or text.endswith(".toml") or "/" in text:
+        return load_design_file(Path(text))
+    return load_design(text)
+
+
+def bundled_text(name: str) -> str:
+    """The TOML text of bundled preset ``name`` (what ``rungbench design new`` copies)."""
+    load_design(name)  # an unknown name is refused listing the known ones
+    return (resources.files(DESIGN_PACKAGE) / f"{name}.toml").read_text(encoding="utf-8")
 
 
 def load_design_file(path: Path) -> RegisteredDesign:

@@ -65,7 +65,7 @@ def run_cells(session: _Session, agent: LoopAgent, todo: list[tuple[Cell, int]],
         errors: list[BaseException] = []
 
         async def work() -> None:
-            while not errors:
+            while not errors and not session.stopping.is_set():
                 item = next(feed, None)
                 if item is None:
                     return
@@ -93,7 +93,9 @@ async def _run_cell(session: _Session, agent: LoopAgent, calls: asyncio.Semaphor
             await asyncio.to_thread(session.sleep, wait)  # the session's (injectable) sleep
         failure = await _attempt(session, agent, calls, cell, attempt,
                                  last=attempt - prior_attempts >= session.policy.max_attempts)
-        if failure is None or attempt - prior_attempts >= session.policy.max_attempts:
+        if failure is None or attempt - prior_attempts >= session.policy.max_attempts \
+                or session.give_up(failure):
+            session.settle(failure)
             return
         retry_after = failure.retry_after
 

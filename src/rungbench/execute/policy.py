@@ -13,7 +13,12 @@ from typing import Any
 
 from rungbench.errors import InputError
 
-POLICY_VERSION = "rungbench.retry/1"
+POLICY_VERSION = "rungbench.retry/2"
+"""Version 2 adds ``stop_after_systematic``; a version 1 policy (written before it) reads
+back with it off (0), as it ran."""
+EARLIER_VERSION = "rungbench.retry/1"
+STOP_AFTER_SYSTEMATIC = 3
+"""Default of :attr:`RetryPolicy.stop_after_systematic`."""
 
 
 @dataclass(frozen=True)
@@ -29,12 +34,21 @@ class RetryPolicy:
     """Wait at least the server's Retry-After when it sends one."""
     max_wait_s: float = 120.0
     """Upper bound on any single wait, Retry-After included."""
+    stop_after_systematic: int = STOP_AFTER_SYSTEMATIC
+    """A session stops taking cells after this many cells in a row failed systematically
+    (nothing listening, an unknown host, HTTP 401/403/404, an unknown model:
+    :attr:`rungbench.agents.outcomes.CallFailure.systematic`); such a cell is not retried
+    within the session. 0: never stop (every cell runs its whole retry sequence)."""
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise InputError(
                 f"max_attempts must be >= 1, got {self.max_attempts!r}", field="max_attempts"
             )
+        if isinstance(self.stop_after_systematic, bool) or not isinstance(
+                self.stop_after_systematic, int) or self.stop_after_systematic < 0:
+            raise InputError(f"stop_after_systematic must be an integer >= 0, got "
+                             f"{self.stop_after_systematic!r}", field="stop_after_systematic")
         if any(b < 0 for b in self.backoff_s) or self.max_wait_s < 0:
             raise InputError(
                 f"waits must be non-negative, got {self.backoff_s!r}", field="backoff_s"
@@ -57,12 +71,13 @@ class RetryPolicy:
             "backoff_s": list(self.backoff_s),
             "honor_retry_after": self.honor_retry_after,
             "max_wait_s": self.max_wait_s,
+            "stop_after_systematic": self.stop_after_systematic,
         }
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RetryPolicy:
         """Rebuild a policy from :meth:`to_json` output."""
-        if value.get("version") != POLICY_VERSION:
+        if value.get("version") not in (POLICY_VERSION, EARLIER_VERSION):
             raise InputError(
                 f"unknown retry policy version {value.get('version')!r}", field="policy.version"
             )
@@ -71,4 +86,5 @@ class RetryPolicy:
             backoff_s=tuple(float(b) for b in value["backoff_s"]),
             honor_retry_after=bool(value["honor_retry_after"]),
             max_wait_s=float(value["max_wait_s"]),
+            stop_after_systematic=int(value.get("stop_after_systematic", 0)),
         )

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rungbench.agents.protocol import Agent
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
 from rungbench.evidence.sealed import process_alive
@@ -34,16 +33,6 @@ EVENTS = "events.jsonl"
 TEMP_MARK = ".tmp-"
 """A run being created lives in ``runs/.<run_id>.tmp-<pid>`` until it is complete."""
 
-
-
-def describe_agent(agent: Agent) -> dict[str, Any]:
-    """Return an agent's identity for the manifest: its ``describe()`` or its name."""
-    describe = getattr(agent, "describe", None)
-    if callable(describe):
-        value = describe()
-        if isinstance(value, dict):
-            return value
-    return {"name": agent.name}
 
 
 def create_run(

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from rungbench.agents.outcomes import CallFailure, Outcome, Validator, classify
-from rungbench.agents.protocol import Agent, LoopAgent, Request, Response
+from rungbench.agents.protocol import Agent, LoopAgent, Request, Response, describe_agent
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import canonical_bytes
 from rungbench.evidence.store import ObjectStore
@@ -67,7 +67,6 @@ from rungbench.execute.run_dir import (
     TEMP_MARK,
     clear_leftovers,
     create_run,
-    describe_agent,
     load_run,
     runs_folder,
 )
@@ -87,10 +86,26 @@ from rungbench.execute.tools import TOOL_CALL, Budget, ToolboxFactory, run_episo
 
 __all__ = [
     "EVENTS", "FINAL_FIELDS", "MANIFEST", "RUN_VERSION", "TEMP_MARK", "CellState", "RunCheck",
-    "RunSummary", "agent_differences", "call_agent", "check_finals", "clear_leftovers",
-    "create_run", "describe_agent", "execute_run", "load_run", "read_log", "reduce_events",
-    "response_from_json", "response_json", "runs_folder", "unresolved_record", "verify_run",
+    "RunInterrupted", "RunSummary", "agent_differences", "call_agent", "check_finals",
+    "clear_leftovers", "create_run", "describe_agent", "execute_run", "load_run", "read_log",
+    "reduce_events", "response_from_json", "response_json", "runs_folder", "unresolved_record",
+    "verify_run",
 ]
+
+INTERRUPT_GRACE_S = 1.0
+"""After an interrupt (Ctrl-C), how long the session waits for calls in flight before it
+closes its log and gives up on them (a resume closes them as ``interrupted``)."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Raised when an interrupt (Ctrl-C) stopped a run: everything that finished is durable,
+    and a resume continues it."""
+
+    def __init__(self, run_id: str, run_dir: Path) -> None:
+        self.run_id = run_id
+        self.run_dir = run_dir
+        super().__init__(f"run {run_id} interrupted ({run_dir})")
+
 
 ProgressHook = Callable[[int, int], None]
 """Called with ``(cells settled, cells total)`` at the start and whenever a cell settles
@@ -131,6 +146,10 @@ class RunSummary:
     """Cost of this session's calls."""
     elapsed_s: float
     """Wall time of this session."""
+    stopped: dict[str, Any] | None = None
+    """Why the session stopped before its cells were done (``reason``
+    ``systematic_failure``: the number of cells in a row, their outcome, HTTP status and
+    detail), or None."""
 
     @property
     def cells_per_s(self) -> float:
@@ -217,6 +236,32 @@ class _Session:
         """Final outcomes of the whole run (those found at start and those written now)."""
         self.pending: dict[str, str] = {}
         """Cells without a final -> their latest outcome (``not_sent`` if never sent)."""
+        self.stopping = threading.Event()
+        """Set when the session takes no further cell (systematic failures, an interrupt)."""
+        self.streak = 0
+        """Cells in a row whose latest attempt failed systematically."""
+        self.stopped: dict[str, Any] | None = None
+        """Why the session stopped early (None: it did not)."""
+
+    def give_up(self, failure: CallFailure) -> bool:
+        """Whether a cell that just failed with ``failure`` gets no further attempt now: a
+        systematic failure, when the policy stops on them (the cell is left unresolved)."""
+        return failure.systematic and self.policy.stop_after_systematic > 0
+
+    def settle(self, failure: CallFailure | None) -> None:
+        """Count a cell's settled attempt: a systematic failure lengthens the streak (which
+        stops the session at the policy's count), anything else ends it."""
+        with self.lock:
+            if failure is None or not failure.systematic:
+                self.streak = 0
+                return
+            self.streak += 1
+            limit = self.policy.stop_after_systematic
+            if limit and self.streak >= limit and self.stopped is None:
+                self.stopped = {"reason": "systematic_failure", "cells": self.streak,
+                                "outcome": failure.outcome.value, "status": failure.status,
+                                "detail": failure.detail}
+                self.stopping.set()
 
     @property
     def journal(self) -> GroupLog:
@@ -244,7 +289,9 @@ class _Session:
                 self.sleep(self.policy.wait_before(attempt - prior_attempts, retry_after))
             failed = self._attempt(cell, attempt, last=attempt - prior_attempts
                                    >= self.policy.max_attempts)
-            if failed is None or attempt - prior_attempts >= self.policy.max_attempts:
+            if failed is None or attempt - prior_attempts >= self.policy.max_attempts \
+                    or self.give_up(failed[0]):
+                self.settle(None if failed is None else failed[0])
                 return
             retry_after = failed[0].retry_after
 
@@ -310,7 +357,7 @@ class _Session:
         }
         with self.lock:
             self.pending[cell.cell_id] = failure.outcome.value
-        if last:
+        if last or self.give_up(failure):
             self.submit([event, unresolved_record(cell, event, int(base["attempt"]))])
             self.progress()
         else:
@@ -563,7 +610,8 @@ def _execute(
     with GroupLog(run_dir / EVENTS, head) as log:
         session.log = log
         session.submit([{"kind": "session", "session": number, "concurrency": concurrency,
-                         "agent": agent.name, "torn_bytes": torn}])
+                         "agent": agent.name, "torn_bytes": torn,
+                         **_endpoint(describe_agent(agent))}])
         session.progress = tick
         if progress is not None:
             progress(skipped, len(schedule))
@@ -571,10 +619,18 @@ def _execute(
         del states
         if max_cells is not None:
             todo = todo[:max_cells]
-        if executor is None and toolbox is None and isinstance(agent, LoopAgent):
-            run_cells(session, agent, todo, concurrency)
+        try:
+            if executor is None and toolbox is None and isinstance(agent, LoopAgent):
+                run_cells(session, agent, todo, concurrency)
+            else:
+                _run_pool(session, todo, concurrency)
+        except KeyboardInterrupt:
+            session.stopping.set()
+            interrupted = True
         else:
-            _run_pool(session, todo, concurrency)
+            interrupted = False
+    if interrupted:  # the log is closed: what finished is durable
+        raise RunInterrupted(str(manifest["run_id"]), run_dir) from None
     unresolved = Counter(session.pending.values())
     return RunSummary(
         run_id=str(manifest["run_id"]),
@@ -592,14 +648,19 @@ def _execute(
         tokens_out=session.tokens[1],
         cost_usd=session.cost,
         elapsed_s=time.perf_counter() - started,
+        stopped=session.stopped,
     )
 
 
 def _check_agent(manifest: dict[str, Any], agent: Agent) -> None:
+    """Refuse to resume a run with another agent. An endpoint's URL may change (a proxy, a
+    port) without changing what answers: the manifest keeps the URL the run was created
+    with, and each session record the one it sends to."""
     described = describe_agent(agent)
     frozen = manifest["agent"]
-    if frozen != described:
-        changes = agent_differences(frozen, described)
+    changes = [c for c in agent_differences(frozen, described)
+               if not c[0].endswith(".base_url")]
+    if changes:
         listed = "; ".join(f"{path}: {old} (run) vs {new} (now)" for path, old, new in changes)
         raise Refusal(
             [
@@ -614,6 +675,16 @@ def _check_agent(manifest: dict[str, Any], agent: Agent) -> None:
             ],
             gate="resume",
         )
+
+
+def _endpoint(description: dict[str, Any]) -> dict[str, Any]:
+    """``{"base_url": URL}`` of the endpoint a description names (at any depth), or {}."""
+    if isinstance(description.get("base_url"), str):
+        return {"base_url": description["base_url"]}
+    for value in description.values():
+        if isinstance(value, dict) and (found := _endpoint(value)):
+            return found
+    return {}
 
 
 _ABSENT = object()
@@ -699,7 +770,7 @@ def _run_pool(session: _Session, todo: list[tuple[Cell, int]], concurrency: int)
     errors: list[BaseException] = []
 
     def work() -> None:
-        while not stop.is_set():
+        while not stop.is_set() and not session.stopping.is_set():
             with feed_lock:
                 item = next(feed, None)
             if item is None:
@@ -718,10 +789,12 @@ def _run_pool(session: _Session, todo: list[tuple[Cell, int]], concurrency: int)
     try:
         for worker in workers:
             worker.join()
-    finally:
+    except KeyboardInterrupt:  # calls in flight get a moment, then are left to the resume
         stop.set()
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
         for worker in workers:
-            worker.join()
+            worker.join(max(0.0, deadline - time.monotonic()))
+        raise
     if errors:
         raise errors[0]
 

@@ -1,7 +1,6 @@
-"""Jobs: the library behind the commands that span both domains or compose several layers.
+"""Jobs: the library behind commands that compose several layers without naming a domain.
 
-``runs`` builds the schedule a source names and the agent a name names, and starts or
-resumes a run; ``play`` plays recorded games with a reference agent or a real model;
-``designs`` picks the audit of a registered design. Above ``chess`` and ``causal`` (it
-alone may choose between them), below ``demo`` and ``cli``.
+``runs`` builds the schedule a source names (through the task registry,
+:mod:`rungbench.execute.tasks`) and starts or resumes a run with the agent a spec names.
+Above ``chess`` and ``causal`` in the layers, it reaches them only through the registry.
 """

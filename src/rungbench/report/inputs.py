@@ -21,6 +21,7 @@ says so.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, loads_canonical
 from rungbench.evidence.sealed import verify_sealed
 from rungbench.evidence.store import ObjectStore
+from rungbench.execute.runner import MANIFEST, load_run
 
 CAUSAL_RUN_MANIFEST = "run_manifest.json"
 """The manifest file of a scored causal benchmark run (``rungbench causal eval|score``)."""
@@ -91,6 +93,8 @@ class Inputs:
     """Published evaluations (``document``: the summary, with the record under ``record``)."""
     flow: Source | None = None
     """The label stage's flow report."""
+    runs: list[Source] = field(default_factory=list)
+    """The study's run manifests (each anchored by its log's first record): who answered."""
     study: Path | None = None
     """The study directory, when there is one."""
 
@@ -98,7 +102,7 @@ class Inputs:
         """Every source, in inventory order."""
         singles = [s for s in (self.index, self.instrument, self.manifest, self.flow) if s]
         return [*singles, *self.census, *self.causal, *self.analyses, *self.bindings,
-                *self.evaluations]
+                *self.evaluations, *self.runs]
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -175,6 +179,14 @@ def _study(inputs: Inputs, study: Path) -> None:
             f"evaluation:{out.name}", bytes_digest((out / "evaluation.json").read_bytes()),
             _rel(out, root), "sealed directory, every file digest re-checked",
             {"summary": summary, "record": record}))
+    for run_dir in sorted(p for p in (study / "runs").glob("*")
+                          if p.is_dir() and not p.name.startswith(".")):
+        manifest_doc, _ = load_run(run_dir)  # the manifest must hash to its log's anchor
+        data = (run_dir / MANIFEST).read_bytes()
+        inputs.runs.append(Source(f"run:{run_dir.name}", bytes_digest(data),
+                                  _rel(run_dir / MANIFEST, root),
+                                  "run manifest, anchored by its log's first record",
+                                  manifest_doc))
     known = {canonical_digest(s.document) for s in inputs.analyses}
     for doc_path in sorted(study.rglob("analysis.json")):
         if verify_sealed(doc_path.parent).get("kind") not in ANALYSIS_KINDS:
@@ -192,7 +204,9 @@ def _causal_run(run: Path) -> Source:
     sealed = open_run(run)  # the seal and every file verified
     report = build_report(run)
     report["run"] = run.name
-    return Source(f"causal:{run.name}", bytes_digest(sealed.read(CAUSAL_RUN_MANIFEST)),
+    manifest = json.loads(sealed.read(CAUSAL_RUN_MANIFEST))
+    agent = str(manifest.get("model") or run.name)  # the agent's label, not the folder's
+    return Source(f"causal:{agent}", bytes_digest(sealed.read(CAUSAL_RUN_MANIFEST)),
                   CAUSAL_RUN_MANIFEST, "sealed scored run (seal and every file verified)",
                   report)
 

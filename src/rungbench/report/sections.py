@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rungbench.chess.studies.wording import DOES_NOT_PROVE
+from rungbench.report import provenance
 from rungbench.report.html import absent, esc, interval, num, paragraph, ref, sub, table, verdict
 from rungbench.report.inputs import Inputs, Source
 from rungbench.report.plots import Point, coverage_selection, forest
@@ -42,10 +43,7 @@ def reading(inputs: Inputs) -> str:
         "asks whether an agent answers each rung's question (observation, intervention, "
         "counterfactual) or correctly declines it, and the C0–C5 control matrix asks whether "
         "the instrument itself can see a present edge before any graph number is read."),
-        paragraph(
-        "Agents in the demo are planted mechanisms and reference agents: controlled inputs "
-        "that validate the instrument. Their numbers are not claims about any model. A "
-        "section that has no input in this directory says so rather than disappearing.")]
+        provenance.reading_note(inputs)]
     kinds: dict[str, list[Source]] = defaultdict(list)
     for source in inputs.all():
         kinds[source.key.split(":", 1)[0]].append(source)
@@ -432,6 +430,7 @@ def inventory(inputs: Inputs) -> str:
 
 SECTIONS: tuple[Section, ...] = (
     ("reading", "What was measured and how to read it", reading),
+    ("agents", "Agents: who answered", provenance.section),
     ("a104", "A104: transitions after the agent's own tool calls", a104),
     ("a105", "A105: board and legal-list effects, claim gates, wording", a105),
     ("coverage", "Coverage × selection (E020/E021)", coverage),

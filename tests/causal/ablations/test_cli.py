@@ -32,12 +32,15 @@ def test_ablate_json_reports_questions(dev_bench: Path, tmp_path: Path) -> None:
 
 
 def test_ablate_unknown_arm_and_agent_errors(dev_bench: Path, tmp_path: Path) -> None:
-    """An unknown arm or agent is one error line, exit 1; no agent at all names the option."""
+    """An unknown arm is one error line, exit 1; no agent at all is a usage error (exit 2)
+    naming the option."""
     base = ["causal", "ablate", "--bench", str(dev_bench), "--out", str(tmp_path / "o")]
     bad = CliRunner().invoke(app, [*base, "--arms", "A99", "--agent", "planted:reader"])
     assert bad.exit_code == 1 and "A99" in bad.output and "Traceback" not in bad.output
     none = CliRunner().invoke(app, [*base, "--arms", "A0", "--json"])
-    assert none.exit_code == 1 and json.loads(none.stdout)["error"] == "input_error"
+    document = json.loads(none.stdout)
+    assert none.exit_code == 2 and document["error"] == "usage_error"
+    assert "--model" in document["message"]
 
 
 def test_prereg_validate_before_commit_refuses(validation_bench: Path, tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from rungbench.agents.protocol import Request, Response, ToolCall
+from rungbench.agents.providers import serve_on_loopback
 from rungbench.causal.ablations import prereg
 from rungbench.causal.ablations.arms import load_matrix
 from rungbench.causal.ablations.planted import planted_agent
-from rungbench.causal.ablations.runs import loopback_provider
 from rungbench.causal.bench.verified import CASES, open_bench
 from rungbench.errors import Refusal
 from rungbench.execute.events import EventLog
@@ -30,7 +30,7 @@ def _at(t: dt.datetime) -> prereg.Now:
 def committed(dev_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A preregistration with its pilot run (A0, A2, A9 × 2 samples) and committed margins."""
     root = tmp_path_factory.mktemp("prereg") / "p"
-    with loopback_provider(planted_agent("reader")) as agent:
+    with serve_on_loopback(planted_agent("reader")) as agent:
         pilot = prereg.pilot(root, load_matrix(), dev_bench, agent, per_world=3, concurrency=8,
                               now=_at(T0))
     assert pilot["cells"] == 3 * 8 * 3 * 2
@@ -69,7 +69,7 @@ def test_validate_once_then_already_seen(committed: Path, validation_bench: Path
                                          tmp_path: Path) -> None:
     """A candidate's first look runs and judges; a second look at the cohort refuses."""
     root = _copy(committed, tmp_path / "p")
-    with loopback_provider(planted_agent("reader")) as agent:
+    with serve_on_loopback(planted_agent("reader")) as agent:
         out = prereg.validate(root, load_matrix(), "A10", validation_bench, agent,
                               comparator="A5", kind="graph_routing", concurrency=8, now=_at(T0))
         assert out["decision"] == "accept" and out["primary"]["ci95"][0] > 0
@@ -89,7 +89,7 @@ def test_changed_margins_refuse(committed: Path, validation_bench: Path, tmp_pat
     doc = json.loads(path.read_text())
     doc["candidates"]["graph_routing"]["useful_effect"] = 0.0
     path.write_text(json.dumps(doc))
-    with loopback_provider(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
+    with serve_on_loopback(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
         prereg.validate(root, load_matrix(), "A10", validation_bench, agent, kind="graph_routing")
     assert _refusal(exc) == "margins_changed"
 
@@ -107,7 +107,7 @@ def test_cohort_retires_after_twenty_looks(committed: Path, validation_bench: Pa
     root = _copy(committed, tmp_path / "p")
     cohort = open_bench(validation_bench).digests[CASES]
     _fake_looks(root, cohort, 20, T0)
-    with loopback_provider(planted_agent("reader")) as agent:
+    with serve_on_loopback(planted_agent("reader")) as agent:
         for _ in range(2):
             with pytest.raises(Refusal) as exc:
                 prereg.validate(root, load_matrix(), "A10", validation_bench, agent,
@@ -123,7 +123,7 @@ def test_cohort_retires_after_one_month(committed: Path, validation_bench: Path,
     root = _copy(committed, tmp_path / "p")
     cohort = open_bench(validation_bench).digests[CASES]
     _fake_looks(root, cohort, 1, T0)
-    with loopback_provider(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
+    with serve_on_loopback(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
         prereg.validate(root, load_matrix(), "A10", validation_bench, agent,
                         kind="graph_routing", now=_at(T0 + dt.timedelta(days=31)))
     assert _refusal(exc) == "cohort_retired"
@@ -153,7 +153,7 @@ def test_planted_leak_retires_cohort(committed: Path, validation_bench: Path,
     """A validation world id echoed in a response is a hit; the cohort is then retired."""
     root = _copy(committed, tmp_path / "p")
     world = json.loads((validation_bench / "public/manifest.json").read_text())["world_ids"][0]
-    with loopback_provider(Leaky(world)) as agent:
+    with serve_on_loopback(Leaky(world)) as agent:
         out = prereg.validate(root, load_matrix(), "A10", validation_bench, agent,
                               comparator="A9", kind="graph_routing", concurrency=8, now=_at(T0))
         assert out["cohort_retired"] and out["contamination"]["by_kind"]["world_id"] > 0
@@ -170,7 +170,7 @@ def test_final_test_needs_test_split_and_runs_once_per_release(
         committed: Path, validation_bench: Path, tmp_path: Path) -> None:
     """The final test refuses a non-test bench (not_held_out)."""
     root = _copy(committed, tmp_path / "p")
-    with loopback_provider(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
+    with serve_on_loopback(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
         prereg.validate(root, load_matrix(), "A10", validation_bench, agent,
                         kind="graph_routing", final_release="r1")
     assert _refusal(exc) == "not_held_out"
@@ -181,7 +181,7 @@ def test_validate_before_commit_refuses(tmp_path: Path, validation_bench: Path) 
     with pytest.raises(Refusal) as exc:
         prereg.commit(tmp_path / "p", load_matrix())
     assert _refusal(exc) == "no_pilot"
-    with loopback_provider(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
+    with serve_on_loopback(planted_agent("reader")) as agent, pytest.raises(Refusal) as exc:
         prereg.validate(tmp_path / "p", load_matrix(), "A10", validation_bench, agent)
     assert _refusal(exc) == "not_committed"
 
@@ -193,7 +193,7 @@ def test_final_test_runs_once_per_release(committed: Path, tmp_path: Path) -> No
     bench = tmp_path / "test"
     build_split("test", 3, 99, bench)
     root = _copy(committed, tmp_path / "p")
-    with loopback_provider(planted_agent("reader")) as agent:
+    with serve_on_loopback(planted_agent("reader")) as agent:
         out = prereg.validate(root, load_matrix(), "A10", bench, agent, comparator="A5",
                               kind="graph_routing", final_release="r1", concurrency=8,
                               now=_at(T0))

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from rungbench.agents.providers import serve_on_loopback
 from rungbench.causal.ablations.analysis import ablation_report, paired_delta
 from rungbench.causal.ablations.arms import load_matrix
 from rungbench.causal.ablations.planted import planted_agent
-from rungbench.causal.ablations.runs import ArmRun, loopback_provider, run_arms
+from rungbench.causal.ablations.runs import ArmRun, run_arms
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import verify_run
 
@@ -19,7 +20,7 @@ ARMS = ["A3", "A9", "A10", "A2", "A5"]
 
 
 def _run(agent: str, bench: Path, out: Path) -> dict[str, ArmRun]:
-    with loopback_provider(planted_agent(agent)) as provider:
+    with serve_on_loopback(planted_agent(agent)) as provider:
         runs = run_arms(load_matrix(), ARMS, bench, out, provider, samples=1, per_world=3,
                         concurrency=8)
     return {r.arm: r for r in runs}
@@ -98,7 +99,7 @@ def test_report_answers_questions_with_intervals(format_runs: dict[str, ArmRun])
 def test_every_registered_arm_runs(dev_bench: Path, tmp_path: Path) -> None:
     """All twelve registered arms run through loopback; each run verifies and scores."""
     matrix = load_matrix()
-    with loopback_provider(planted_agent("reader")) as provider:
+    with serve_on_loopback(planted_agent("reader")) as provider:
         runs = run_arms(matrix, list(matrix.arms), dev_bench, tmp_path, provider, samples=1,
                         per_world=1, concurrency=8)
     assert [r.arm for r in runs] == list(matrix.arms)
@@ -146,7 +147,7 @@ def test_user_arms_identify_tool_adds_value(dev_bench: Path, tmp_path: Path) -> 
     """A user-written arm pair: identify() calls turn non-identifiable items right (delta > 0)."""
     (tmp_path / "arms.toml").write_text(USER_ARMS)
     matrix = load_matrix(tmp_path / "arms.toml")
-    with loopback_provider(planted_agent("reader")) as provider:
+    with serve_on_loopback(planted_agent("reader")) as provider:
         runs = {r.arm: r for r in run_arms(matrix, ["G", "G-identify"], dev_bench,
                                            tmp_path / "o", provider, concurrency=8)}
     used = {t for r in runs["G"].rows for t in r["tools_used"]}

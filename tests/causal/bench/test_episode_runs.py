@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from rungbench.agents.protocol import Request, Response, ToolCall
+from rungbench.agents.spec import parse_agent
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.episode_runs import (
     paired_regret,
+    run_agent,
     run_episodes,
-    run_policy,
     score_episode_run,
 )
 from rungbench.causal.bench.episode_tools import episode_cases
@@ -171,18 +172,19 @@ def test_an_agent_that_fetched_nothing_is_scored_on_the_outage_alone(
 CHILD = r"""
 import sys
 from pathlib import Path
-from rungbench.agents.loopback import LoopbackServer
-from rungbench.agents.openai_provider import OpenAIProvider
+from rungbench.agents.providers import serve_on_loopback
 from rungbench.causal.bench import episode_runs as er
 from rungbench.causal.bench.episode_agents import EpisodePolicyAgent
 
-policy = EpisodePolicyAgent("p2_protocol")
-with LoopbackServer(policy, api_key="k" * 32, model=policy.name, delay_s=0.05) as server:
-    provider = OpenAIProvider(policy.name, base_url=server.base_url, api_key_env="K",
-                              environ={"K": "k" * 32})
-    er.run_episodes(Path(sys.argv[1]), Path(sys.argv[2]), er.ServedAgent(provider, policy),
+with serve_on_loopback(EpisodePolicyAgent("p2_protocol"), delay_s=0.05) as provider:
+    er.run_episodes(Path(sys.argv[1]), Path(sys.argv[2]), provider,
                     worlds=8, families=frozenset({"root_cause_debugging"}))
 """
+
+
+def run_policy(bench: Path, out: Path, policy: str, **options: Any) -> dict[str, Any]:
+    """Episode policy ``policy`` served on loopback through :func:`run_agent`."""
+    return run_agent(bench, out, parse_agent(f"reference:{policy}"), **options)
 
 
 def test_sigkill_then_resume_loses_and_repeats_no_episode(bench: Path, tmp_path: Path) -> None:

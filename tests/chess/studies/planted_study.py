@@ -35,6 +35,7 @@ from typing import Any
 from tests.chess.studies import study_fixtures as fx
 
 from rungbench.agents.protocol import Agent
+from rungbench.agents.providers import serve_on_loopback
 from rungbench.chess.studies import budget as bud
 from rungbench.chess.studies import study as st
 from rungbench.chess.studies.bindings import load_binding
@@ -48,7 +49,6 @@ from rungbench.chess.studies.planted import (
     SoftmaxSelector,
     TwoStageAgent,
     condition_drops,
-    loopback_provider,
 )
 from rungbench.design.registry import RegisteredDesign
 from rungbench.evidence.canonical import digest
@@ -133,7 +133,7 @@ def run_planted(root: Path, stage: Path, binding: str, model: str, agent: Agent,
     if truth is not None:
         requests = [replace(r, metadata={**r.metadata, "best_moves": truth[r.metadata["key"]]})
                     for r in requests]
-    with loopback_provider(agent, requests, model=model, faults=faults) as provider:
+    with serve_on_loopback(agent, label=model, requests=requests, fault_for=faults) as provider:
         return st.run_study(root, stage, binding, model=model, route=ROUTE, agent=provider,
                             authorization=auth, concurrency=8, probe=probe, policy=NO_RETRY)
 

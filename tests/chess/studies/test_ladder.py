@@ -9,6 +9,7 @@ import pytest
 from tests.chess.studies import study_fixtures as fx  # one label stage per process
 
 from rungbench.agents.protocol import Request, Response, ToolCall
+from rungbench.agents.providers import serve_on_loopback
 from rungbench.chess.labels.idle import IdleGate
 from rungbench.chess.reference_agents import legal_moves
 from rungbench.chess.studies import budget as bud
@@ -28,7 +29,7 @@ from rungbench.chess.studies.ladder import (
 )
 from rungbench.chess.studies.ladder_audit import registered_cells
 from rungbench.chess.studies.manifest import load_manifest
-from rungbench.chess.studies.planted import TWO_STAGE, loopback_provider, planted_agent
+from rungbench.chess.studies.planted import TWO_STAGE, planted_agent
 from rungbench.errors import Refusal
 
 pytestmark = pytest.mark.xdist_group("ladder")
@@ -67,8 +68,8 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             probe_run = runs[kind]["probe"][-1] if part == "choice" else None
             schedule = schedule_for(binding, manifest, model, "loop-a", probe=part == "probe",
                                     shortlist_from=probe_run)
-            with loopback_provider(planted_agent(f"e020:{kind}", seed=int(rep)),
-                                   [c.request for c in schedule], model=model) as provider:
+            with serve_on_loopback(planted_agent(f"e020:{kind}", seed=int(rep)), label=model,
+                                   requests=[c.request for c in schedule]) as provider:
                 result = st.run_study(root, stage, bound["binding"], model=model,
                                       route="loop-a", agent=provider, authorization=auth,
                                       concurrency=4, probe=part == "probe",

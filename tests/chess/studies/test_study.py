@@ -15,13 +15,14 @@ import pytest
 from tests.chess.studies import study_fixtures as fx  # one label stage per process
 
 from rungbench.agents.openai_provider import Pricing
+from rungbench.agents.providers import serve_on_loopback
 from rungbench.chess.studies import budget as bud
 from rungbench.chess.studies import study as st
 from rungbench.chess.studies.bindings import load_binding
 from rungbench.chess.studies.ladder import SCHEMA_DIGEST, final_calls, schedule_for
 from rungbench.chess.studies.manifest import load_manifest
 from rungbench.chess.studies.panels import payload_render, render_prompt
-from rungbench.chess.studies.planted import loopback_provider, planted_agent
+from rungbench.chess.studies.planted import planted_agent
 from rungbench.design.matching import check_block
 from rungbench.design.presets import factorial_design
 from rungbench.errors import Refusal
@@ -52,8 +53,8 @@ def _run(root: Path, stage: Path, binding: str, model: str, route: str, agent_na
          auth: str, **kw: Any) -> dict[str, Any]:
     manifest = load_manifest(root / "manifest")
     schedule = schedule_for(load_binding(root, binding, manifest), manifest, model, route)
-    with loopback_provider(planted_agent(agent_name), [c.request for c in schedule],
-                           model=model, pricing=PRICING) as provider:
+    with serve_on_loopback(planted_agent(agent_name), requests=[c.request for c in schedule],
+                           label=model, pricing=PRICING) as provider:
         return st.run_study(root, stage, binding, model=model, route=route, agent=provider,
                             authorization=auth, concurrency=4, **kw)
 
@@ -157,13 +158,14 @@ from rungbench.chess.studies import study as st
 from rungbench.chess.studies.bindings import load_binding
 from rungbench.chess.studies.ladder import schedule_for
 from rungbench.chess.studies.manifest import load_manifest
-from rungbench.chess.studies.planted import loopback_provider, planted_agent
-from rungbench.agents.openai_provider import Pricing
+from rungbench.chess.studies.planted import planted_agent
+from rungbench.agents.providers import serve_on_loopback
+from rungbench.agents.spec import Pricing
 root, stage, binding, auth = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 m = load_manifest(root / "manifest")
 s = schedule_for(load_binding(root, binding, m), m, "luna", "loop-a")
-with loopback_provider(planted_agent("a105:substitutable"), [c.request for c in s],
-                       model="luna", delay_s=0.05, pricing=Pricing(1.0, 4.0)) as p:
+with serve_on_loopback(planted_agent("a105:substitutable"), requests=[c.request for c in s],
+                       label="luna", delay_s=0.05, pricing=Pricing(1.0, 4.0)) as p:
     st.run_study(root, stage, binding, model="luna", route="loop-a", agent=p,
                  authorization=auth, concurrency=2)
 """
@@ -226,7 +228,8 @@ def test_e023_near_strong_hurts_the_diffuse_selector_more(study: tuple[Path, Pat
         assert len(schedule) == 12 * 4 * 2
         kind, seed = model.split("-s")
         agent = planted_agent(f"e023:{kind}", seed=int(seed))
-        with loopback_provider(agent, [c.request for c in schedule], model=model) as provider:
+        with serve_on_loopback(agent, requests=[c.request for c in schedule],
+                               label=model) as provider:
             result = st.run_study(root, stage, bound["binding"], model=model, route="loop-a",
                                   agent=provider, authorization=auth, concurrency=4)
         assert result["complete"]

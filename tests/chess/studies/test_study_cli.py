@@ -36,7 +36,8 @@ def test_registered_freeze_on_small_data_prints_quota_short(tmp_path: Path) -> N
 
 
 def test_authorize_run_planted_and_status(tmp_path: Path) -> None:
-    """authorize → run --planted → status: every A105 cell final through the loopback."""
+    """authorize → run a planted agent under a registered label → status: every A105 cell
+    final through the loopback."""
     root, stage = tmp_path / "s", fx.small_stage()
     st.freeze(root, stage, fx.small_preset())
     binding = st.bind(root, fx.a105_small(), stage)["binding"]
@@ -45,9 +46,9 @@ def test_authorize_run_planted_and_status(tmp_path: Path) -> None:
                          "--route", "loop-a", "--by", "tester", "--json")
     assert code == 0
     code, out = _invoke("run", "--study", str(root), "--stage", str(stage), "--binding",
-                        str(binding), "--model", "luna", "--route", "loop-a",
-                        "--authorization", str(auth["authorization"]), "--planted",
-                        "a105:null", "--json")
+                        str(binding), "--model", "planted:a105:null", "--label", "luna",
+                        "--route", "loop-a", "--authorization", str(auth["authorization"]),
+                        "--json")
     assert code == 0 and out["complete"] and out["final"] == 96
     code, status = _invoke("status", "--study", str(root), "--json")
     assert code == 0
@@ -58,8 +59,11 @@ def test_authorize_run_planted_and_status(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args", [["run", "--study", "x", "--stage", "y", "--binding", "b",
                                    "--model", "m", "--authorization", "a"],
                                   ["run", "--study", "x", "--stage", "y", "--binding", "b",
-                                   "--model", "m", "--authorization", "a", "--planted", "zz"]])
+                                   "--model", "openai:m", "--authorization", "a"],
+                                  ["run", "--study", "x", "--stage", "y", "--binding", "b",
+                                   "--authorization", "a"]])
 def test_usage_errors_exit_2(args: list[str]) -> None:
-    """No destination, or an unknown planted agent, is a usage error naming the option."""
+    """A label without its models file, an endpoint without its URL, or no agent at all is a
+    usage error naming the option."""
     result = RUNNER.invoke(APP, ["study", *args])
     assert result.exit_code == 2

@@ -132,14 +132,20 @@ def test_evaluation_older_than_a_resume_is_stale(built: ps.PlantedStudy, tmp_pat
     assert not any(r.is_reliability for r in rows)
 
 
-def test_unrun_model_and_probe_refuse(built: ps.PlantedStudy, tmp_path: Path) -> None:
-    """A registered model with no run, or a model without its probe run: cells_missing."""
+def test_an_unrun_model_is_reported_and_a_missing_probe_refuses(built: ps.PlantedStudy,
+                                                                 tmp_path: Path) -> None:
+    """A registered model with no run: the table holds the models that ran and names the
+    one that did not (the analysis says the design is not complete); a model that ran
+    without its probe run still refuses (cells_missing)."""
     root = _copy(built, tmp_path)
     shutil.rmtree(root / "runs" / built.runs[("main", "deepseek-v4-flash")])
-    with pytest.raises(Refusal) as err:
-        _table(root, built.stage, built.bindings["main"])
-    assert [(r.code, r.subject) for r in err.value.reasons] == [
-        ("cells_missing", "deepseek-v4-flash")]
+    table = _table(root, built.stage, built.bindings["main"])
+    assert table.not_run == ("deepseek-v4-flash",)
+    assert {r["model"] for r in table.rows} == {"luna"}
+    doc = st.analyze(root, built.stage, binding=built.bindings["main"])
+    assert doc["models_not_run"] == ["deepseek-v4-flash"]
+    assert "Design not complete: no run of deepseek-v4-flash" in (
+        Path(doc["out"]) / "analysis.md").read_text(encoding="utf-8")
     shutil.rmtree(root / "runs" / built.runs[("ladder", "vision:probe")])
     with pytest.raises(Refusal) as err:
         _table(root, built.stage, built.bindings["ladder"])

@@ -9,15 +9,11 @@ registers.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rungbench.agents.loopback import LoopbackServer
-from rungbench.agents.openai_provider import OpenAIProvider
 from rungbench.agents.protocol import Agent
 from rungbench.causal.ablations.arms import Arm, Matrix
 from rungbench.causal.ablations.cells import (
@@ -29,9 +25,6 @@ from rungbench.causal.ablations.cells import (
 from rungbench.causal.ablations.tools import causal_toolbox
 from rungbench.causal.bench.verified import CASES, bench_cases, bench_oracles, open_bench
 from rungbench.execute.runner import RunSummary, create_run, describe_agent, execute_run
-
-LOOPBACK_KEY_ENV = "RUNGBENCH_LOOPBACK_KEY"
-"""Environment variable name the loopback provider reads its (throw-away) key from."""
 
 
 @dataclass(frozen=True)
@@ -79,16 +72,3 @@ def run_arm(arm: Arm, chosen: Sequence[Any], cases: Sequence[Any], samples: int,
     summary = execute_run(run_dir, agent, validator=validate_ablation_answer,
                           toolbox=causal_toolbox, concurrency=concurrency, progress=hook)
     return ArmRun(arm.name, run_dir, summary, run_rows(run_dir, oracles))
-
-
-@contextmanager
-def loopback_provider(agent: Agent, *, model: str = "loopback") -> Iterator[OpenAIProvider]:
-    """Serve ``agent`` on a loopback HTTP server and yield the real OpenAI client for it."""
-    key = os.urandom(16).hex()
-    with LoopbackServer(agent, api_key=key, model=model) as server:
-        provider = OpenAIProvider(model, base_url=server.base_url, api_key_env=LOOPBACK_KEY_ENV,
-                                  environ={LOOPBACK_KEY_ENV: key})
-        try:
-            yield provider
-        finally:
-            provider.close()

@@ -20,22 +20,20 @@ minimum: the realised counterpart of ``protocols.p2_incident``'s regret).
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rungbench.agents.loopback import LoopbackServer
-from rungbench.agents.openai_provider import DEFAULT_API_KEY_ENV, OpenAIProvider
 from rungbench.agents.outcomes import Outcome
-from rungbench.agents.protocol import Agent, Request, Response
+from rungbench.agents.protocol import Agent
+from rungbench.agents.spec import AgentSpec
 from rungbench.causal.bench.episode_tools import (
     ANSWER,
     DEFAULT_EXPERIMENT_BUDGET,
+    EPISODE_TASK,
     EXPERIMENT,
     PROBE,
     TELEMETRY_TOOLS,
@@ -63,6 +61,7 @@ from rungbench.execute.runner import (
     load_run,
 )
 from rungbench.execute.schedule import Schedule
+from rungbench.execute.tasks import open_agent
 from rungbench.execute.tools import TOOL_CALL
 from rungbench.stats.paired import paired_cluster_bootstrap
 
@@ -336,77 +335,18 @@ def run_episodes(bench_dir: Path, out: Path, agent: Agent, *, resume: Path | Non
     return run_dir, summary, score_episode_run(run_dir, oracles)
 
 
-LOOPBACK_KEY_ENV = "RUNGBENCH_EPISODE_LOOPBACK_KEY"
-"""Environment variable name the loopback provider reads its throw-away key from."""
-
-
-class ServedAgent:
-    """The real ``openai`` client pointed at a loopback server that serves ``policy``.
-
-    Its manifest identity is the served policy and the SDK (not the loopback port, which
-    changes from one process to the next), so a killed run resumes under the same agent.
-    """
-
-    def __init__(self, provider: OpenAIProvider, policy: Agent) -> None:
-        self.provider = provider
-        self.policy = policy
-        self.name = policy.name
-
-    def respond(self, request: Request) -> Response:
-        """Send ``request`` through the SDK and the loopback HTTP server."""
-        return self.provider.respond(request)
-
-    def describe(self) -> dict[str, Any]:
-        """The served policy and the client that reached it."""
-        sdk = self.provider.describe()
-        return {"kind": "loopback", "name": self.name, "served": describe_agent(self.policy),
-                "client": {"kind": sdk["kind"], "sdk": sdk["sdk"],
-                           "timeout_s": sdk["timeout_s"]}}
-
-
-@contextmanager
-def served(policy: Agent) -> Iterator[ServedAgent]:
-    """Serve ``policy`` on a loopback OpenAI-compatible server; yield the client agent."""
-    key = os.urandom(16).hex()
-    with LoopbackServer(policy, api_key=key, model=policy.name) as server:
-        provider = OpenAIProvider(policy.name, base_url=server.base_url,
-                                  api_key_env=LOOPBACK_KEY_ENV,
-                                  environ={LOOPBACK_KEY_ENV: key})
-        try:
-            yield ServedAgent(provider, policy)
-        finally:
-            provider.close()
-
-
-def run_policy(bench_dir: Path, out: Path, policy: str, *, resume: Path | None = None,
-               worlds: int | None = None, families: frozenset[str] | None = None,
-               experiment_budget: float | None = None, concurrency: int = 1,
-               max_cells: int | None = None) -> dict[str, Any]:
-    """Run episode policy ``policy`` through the loopback server; return the scored summary."""
-    from rungbench.causal.bench.episode_agents import EpisodePolicyAgent
-
-    with served(EpisodePolicyAgent(policy)) as agent:
+def run_agent(bench_dir: Path, out: Path, spec: AgentSpec, *, resume: Path | None = None,
+              worlds: int | None = None, families: frozenset[str] | None = None,
+              experiment_budget: float | None = None, concurrency: int = 1,
+              max_cells: int | None = None,
+              environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run the agent ``spec`` names on the records/2 cases as episodes; return the scored
+    summary. An episode policy (``reference:p2_protocol``, ...) is served on loopback and
+    answers through the real ``openai`` client; an endpoint is sent to directly."""
+    with open_agent(spec, EPISODE_TASK, serve=True, environ=environ) as agent:
         return _scored(agent, bench_dir, out, resume=resume, worlds=worlds, families=families,
                        experiment_budget=experiment_budget, concurrency=concurrency,
                        max_cells=max_cells)
-
-
-def run_agent(bench_dir: Path, out: Path, spec: str, *, base_url: str | None = None,
-              api_key_env: str = DEFAULT_API_KEY_ENV, **options: Any) -> dict[str, Any]:
-    """Run ``reference:<policy>`` (served on loopback) or ``openai:<model>`` at ``base_url``."""
-    kind, _, name = spec.partition(":")
-    if kind == "reference":
-        if base_url is not None:
-            raise InputError("--base-url is for openai:MODEL agents", field="base_url")
-        return run_policy(bench_dir, out, name, **options)
-    if kind != "openai" or not name or base_url is None:
-        raise InputError(f"agent {spec!r}: use reference:POLICY or openai:MODEL with a base "
-                         "URL", field="agent")
-    provider = OpenAIProvider(name, base_url=base_url, api_key_env=api_key_env)
-    try:
-        return _scored(provider, bench_dir, out, **options)
-    finally:
-        provider.close()
 
 
 def _scored(agent: Agent, bench_dir: Path, out: Path, **options: Any) -> dict[str, Any]:

@@ -425,15 +425,37 @@ def score_run(
 
 
 def score_responses(
-    bench: pathlib.Path, responses: pathlib.Path, run: pathlib.Path, arm: str, *,
-    force: bool = False,
+    bench: pathlib.Path, responses: pathlib.Path, run: pathlib.Path, arm: str | None = None,
+    *, force: bool = False,
 ) -> dict[str, Any]:
-    """Score an external agent's response JSONL into the sealed run directory ``run``."""
+    """Score an external agent's response JSONL into the sealed run directory ``run``.
+
+    The run is named after ``arm``, else after the ``arm`` every line carries (the agent's
+    label, as ``rungbench run`` writes it), else ``external``.
+    """
     ensure_absent(run, force=force, what="causal run")
     verified = open_bench(bench)
     data = _read_input(responses)
-    return publish_scored(verified, all_oracles(verified), data, run, arm, source=responses,
+    name = arm if arm is not None else arm_of(data) or EXTERNAL
+    return publish_scored(verified, all_oracles(verified), data, run, name, source=responses,
                           force=force)
+
+
+EXTERNAL = "external"
+"""The name of an agent whose responses name none."""
+
+
+def arm_of(data: bytes) -> str | None:
+    """The one ``arm`` every response line names (None when lines disagree or name none)."""
+    arms = set()
+    for line in data.splitlines():
+        try:
+            record = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("arm"), str):
+            arms.add(record["arm"])
+    return arms.pop() if len(arms) == 1 else None
 
 
 def evaluate(

@@ -204,17 +204,21 @@ def write_agent_responses(run_dir: Path) -> dict[str, Any]:
     """Write ``run_dir/responses.jsonl`` (agent_response records) from a causal run's finals.
 
     Answered cells become agent_response records; model failures (malformed, refusal,
-    illegal) become lines the causal scorer marks ``invalid`` for their case; reliability
-    failures are left out, so the scorer lists them as missing (no response) — nothing
-    is silently dropped. Score with ``rungbench.causal.bench.evaluate.score_run``.
+    illegal) become lines the causal scorer marks ``invalid`` for their case; cells with no
+    final outcome (reliability failures) are left out and counted ``missing``, so the
+    scorer lists them as missing (no response) — nothing is silently dropped. The arm is
+    the agent's label. Score with ``rungbench.causal.bench.evaluate.score_run``.
     """
     manifest, _ = load_run(run_dir)
-    arm = str(manifest["agent"].get("name"))
+    agent = manifest["agent"]
+    arm = str(agent.get("label") or agent.get("name"))
     lines: list[str] = []
     counts = {"responses": 0, "invalid": 0, "missing": 0}
+    finals = 0
     for event in read_events(run_dir / EVENTS):
         if event["kind"] != "final":
             continue
+        finals += 1
         outcome = Outcome(event["outcome"])
         if outcome is Outcome.ANSWERED and event.get("arguments") is not None:
             lines.append(_response_line(event, arm))
@@ -224,6 +228,7 @@ def write_agent_responses(run_dir: Path) -> dict[str, Any]:
             counts["invalid"] += 1
         else:
             counts["missing"] += 1
+    counts["missing"] += int(manifest["cells"]) - finals  # no final yet: no response
     (run_dir / "responses.jsonl").write_text("".join(f"{line}\n" for line in lines), "utf-8")
     return counts
 

@@ -183,6 +183,10 @@ def markdown(doc: dict[str, Any]) -> str:
              f"{doc['labeller_family']} · {doc['cells']} cells", "",
              f"Bad input: unknown cells {doc['bad_input']['unknown_cell']}, duplicate cells "
              f"{doc['bad_input']['duplicate_cell']}.", ""]
+    if doc.get("models_not_run"):
+        lines += [f"Design not complete: no run of {', '.join(doc['models_not_run'])} (the "
+                  "models it registers that have not run); every figure below is of the "
+                  "models that ran.", ""]
     lines += _md_inputs(doc.get("inputs"))
     if "a105" in doc:
         lines += _md_a105(doc["a105"])

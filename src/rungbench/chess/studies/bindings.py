@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from rungbench.agents.models_file import ModelsFile
+from rungbench.agents.spec import AgentSpec
 from rungbench.chess.studies.manifest import FrozenManifest
 from rungbench.design.orders import cyclic_counterbalance
 from rungbench.design.presets import arms_design, factorial_design
@@ -150,17 +152,54 @@ REALIZERS = {"factorial_2x2": a105_realized, "counterbalanced_arms": e023_realiz
 """Binding body builder per registered design kind."""
 
 
-def binding_document(reg: RegisteredDesign, manifest: FrozenManifest) -> dict[str, Any]:
-    """Return the binding of ``reg`` to ``manifest`` (a pure function of both)."""
+def binding_document(reg: RegisteredDesign, manifest: FrozenManifest,
+                     models: ModelsFile | None = None) -> dict[str, Any]:
+    """Return the binding of ``reg`` to ``manifest`` (a pure function of both, and of the
+    models file that names the preset's agents when one is given).
+
+    A preset of one's own is marked ``design.origin: file`` (it is checked against no
+    bundled preset of the same name; its whole document is in the binding). With
+    ``models``, every model label the preset registers must be an agent of the file
+    (``model_unknown`` otherwise, naming both); the binding then records each agent's spec
+    (``agents``, never a key) and the digest of those specs (``models_file``).
+    """
     kind = design_kind(reg)
     if kind not in REALIZERS:
         raise InputError(f"design kind {kind!r} cannot be bound; known: {sorted(REALIZERS)}",
                          path=reg.source, field="design.kind")
     body = REALIZERS[kind](reg, manifest)
-    return {"schema": BINDING_SCHEMA,
-            "design": {"name": reg.name, "id": str(reg.section("design").get("id", reg.name)),
-                       "kind": kind, "digest": reg.digest, "document": reg.document},
-            "manifest": manifest.digest, **body}
+    design = {"name": reg.name, "id": str(reg.section("design").get("id", reg.name)),
+              "kind": kind, "digest": reg.digest, "document": reg.document}
+    if not reg.bundled:  # the path is not recorded: a preset moved is the same preset
+        design["origin"] = "file"
+    document = {"schema": BINDING_SCHEMA, "design": design, "manifest": manifest.digest,
+                **body}
+    if models is not None:
+        document.update(bound_agents(reg, [str(m) for m in body.get("models", [])], models))
+    return document
+
+
+def bound_agents(reg: RegisteredDesign, labels: list[str], models: ModelsFile,
+                 ) -> dict[str, Any]:
+    """The ``agents`` and ``models_file`` entries of a binding: the preset's labels resolved
+    through ``models`` (a label the file lacks is refused naming both files)."""
+    missing = [label for label in labels if label not in models.labels]
+    if missing:
+        raise _refuse("model_unknown", f"preset {reg.source} registers model "
+                      f"{missing[0]!r}, which {models.source} does not name (its labels: "
+                      f"{', '.join(models.labels)})", missing[0], preset=reg.source,
+                      models=models.source, labels=list(models.labels))
+    chosen = models.only(labels)
+    return {"agents": {s.label: agent_identity(s) for s in chosen},
+            "models_file": chosen.digest()}
+
+
+def agent_identity(spec: AgentSpec) -> dict[str, Any]:
+    """What a binding pins of an agent: its spec less the execution setting
+    ``client_processes``."""
+    out = spec.to_json()
+    out.pop("client_processes", None)
+    return out
 
 
 @dataclass(frozen=True)
@@ -182,15 +221,26 @@ class Binding:
         """The bound design's kind."""
         return str(self.document["design"]["kind"])
 
+    @property
+    def bundled(self) -> bool:
+        """Whether the bound preset is a bundled one (not a file of the user's)."""
+        return "origin" not in self.document["design"]
+
+    def agent(self, label: str) -> dict[str, Any] | None:
+        """The spec the binding pinned for ``label`` (None: it pinned no models file)."""
+        agents = self.document.get("agents")
+        return None if agents is None else agents.get(label)
+
 
 def bindings_dir(study: Path) -> Path:
     """``<study>/bindings``."""
     return study / "bindings"
 
 
-def freeze_binding(study: Path, reg: RegisteredDesign, manifest: FrozenManifest) -> Binding:
+def freeze_binding(study: Path, reg: RegisteredDesign, manifest: FrozenManifest,
+                   models: ModelsFile | None = None) -> Binding:
     """Write the binding into the study (idempotent: same inputs, same bytes, same name)."""
-    document = binding_document(reg, manifest)
+    document = binding_document(reg, manifest, models)
     data = canonical_bytes(document)
     name = bytes_digest(data)
     path = bindings_dir(study) / f"{name[7:]}.json"

@@ -32,16 +32,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rungbench.agents.loopback import Fault, LoopbackServer
-from rungbench.agents.openai_provider import OpenAIProvider, Pricing
-from rungbench.agents.protocol import Agent, Request, Response, ToolCall
+from rungbench.agents.loopback import Fault
+from rungbench.agents.protocol import Request, Response, ToolCall
+from rungbench.agents.providers import FaultFn
 from rungbench.chess.reference_agents import legal_moves
 from rungbench.chess.studies.panels import BOARD_CLOSE, BOARD_OPEN, LEGAL_CLOSE, LEGAL_OPEN, MASK
 from rungbench.errors import InputError
@@ -273,13 +271,6 @@ def planted_agent(name: str, *, seed: int = 0) -> PlantedAgent:
                      field="agent")
 
 
-LOOPBACK_KEY_ENV = "RUNGBENCH_LOOPBACK_KEY"
-"""Environment name the loopback provider reads its (per-server, random) key from."""
-
-
-FaultFn = Callable[[Request], Fault | None]
-"""Which fault (if any) the loopback server injects for a registered request."""
-
 
 def condition_drops(condition: str, share: float, *, seed: int = 0) -> FaultFn:
     """Drop the connection on every ``condition`` request at a seeded ``share`` of positions.
@@ -299,32 +290,3 @@ def condition_drops(condition: str, share: float, *, seed: int = 0) -> FaultFn:
         return Fault.DROP if u < share else None
 
     return fault
-
-
-@contextmanager
-def loopback_provider(agent: Agent, requests: Iterable[Request], *, model: str,
-                      delay_s: float = 0.0, pricing: Pricing | None = None,
-                      key: str = "loopback-planted",
-                      faults: FaultFn | None = None) -> Iterator[OpenAIProvider]:
-    """Serve ``agent`` on 127.0.0.1 and yield the real OpenAI-client provider pointed at it.
-
-    ``requests`` are registered with the server so the agent sees their metadata (never
-    sent over the wire); the provider sees only the payload. ``faults`` picks, per
-    registered request, a fault the server injects on every arrival of its payload.
-    """
-    requests = list(requests)
-    plan = None
-    if faults is not None:
-        by_payload = {r.payload_digest(): faults(r) for r in requests}
-
-        def plan(payload: str, index: int) -> Fault | None:
-            return by_payload.get(payload)
-
-    with LoopbackServer(agent, api_key=key, requests=requests, delay_s=delay_s,
-                        model=model, fault_plan=plan) as server:
-        provider = OpenAIProvider(model, base_url=server.base_url, api_key_env=LOOPBACK_KEY_ENV,
-                                  environ={LOOPBACK_KEY_ENV: key}, pricing=pricing)
-        try:
-            yield provider
-        finally:
-            provider.close()

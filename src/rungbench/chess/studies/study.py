@@ -27,19 +27,23 @@ re-running the same step resumes it; nothing already final is sent again.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from rungbench.agents.models_file import ModelsFile
 from rungbench.agents.protocol import Agent, Request, Response, close_agent
+from rungbench.agents.spec import AgentSpec
 from rungbench.chess.labels.stage_records import verify_stage_dir
-from rungbench.chess.reference_agents import validate_move
+from rungbench.chess.reference_agents import TASK, validate_move
 from rungbench.chess.studies import budget as bud
 from rungbench.chess.studies.analysis import Settings
 from rungbench.chess.studies.analysis_report import analyze_table, markdown
 from rungbench.chess.studies.bindings import (
     Binding,
+    agent_identity,
     freeze_binding,
     list_bindings,
     load_binding,
@@ -52,10 +56,16 @@ from rungbench.chess.studies.manifest import (
     stale_reasons,
 )
 from rungbench.chess.studies.study_table import binding_runs, bound_preset, study_table
-from rungbench.design.registry import RegisteredDesign, load_design, registered_names
+from rungbench.design.registry import (
+    RegisteredDesign,
+    load_design,
+    load_preset,
+    registered_names,
+)
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest, loads_canonical
 from rungbench.evidence.sealed import publish_dir, verify_sealed
+from rungbench.execute.executors import WorkerAgent
 from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import (
     MANIFEST,
@@ -67,6 +77,7 @@ from rungbench.execute.runner import (
     verify_run,
 )
 from rungbench.execute.schedule import Schedule
+from rungbench.execute.tasks import build_agent, open_agent
 
 GATE = "chess study run"
 """Gate name of run refusals."""
@@ -100,20 +111,24 @@ def current_manifest(study: Path, stage: Path) -> FrozenManifest:
     return manifest
 
 
-def bind(study: Path, reg: RegisteredDesign | str, stage: Path) -> dict[str, Any]:
-    """Bind preset ``reg`` (or its registered name) to the study's current manifest."""
-    preset = load_design(reg) if isinstance(reg, str) else reg
+def bind(study: Path, reg: RegisteredDesign | str | Path, stage: Path,
+         models: ModelsFile | None = None) -> dict[str, Any]:
+    """Bind preset ``reg`` (a bundled preset's name, a preset file of one's own, or a parsed
+    preset) to the study's current manifest; with ``models``, the preset's model labels are
+    resolved through that models file and its specs pinned in the binding."""
+    preset = reg if isinstance(reg, RegisteredDesign) else load_preset(reg)
     manifest = current_manifest(study, stage)
-    binding = freeze_binding(study, preset, manifest)
+    binding = freeze_binding(study, preset, manifest, models)
     doc = binding.document
     return {"binding": binding.digest, "design": doc["design"]["id"],
-            "preset": doc["design"]["name"], "manifest": manifest.digest,
-            "positions": len(doc["positions"]), "models": doc.get("models", [])}
+            "preset": doc["design"]["name"], "preset_source": preset.source,
+            "manifest": manifest.digest, "positions": len(doc["positions"]),
+            "models": doc.get("models", []), "models_file": doc.get("models_file")}
 
 
 def _check_design(binding: Binding) -> None:
     name = binding.design_name
-    if name in registered_names() and load_design(name).digest != \
+    if binding.bundled and name in registered_names() and load_design(name).digest != \
             binding.document["design"]["digest"]:
         raise Refusal([Reason("design_changed", f"preset {name!r} now hashes "
                               f"{load_design(name).digest}, bound as "
@@ -146,10 +161,9 @@ class StudyAgent:
                  authorization: str) -> None:
         self.inner = inner
         self.name = f"study:{model}@{route}"
+        # an endpoint's description names its URL; an agent served on loopback is named by
+        # what it serves, not by its server's port (which changes from run to resume)
         inner_description = describe_agent(inner)
-        # the route label names the endpoint; its URL (a loopback port, a proxy) may change
-        # between a run and its resume without changing what is sent
-        inner_description.pop("base_url", None)
         self._description = {"kind": "study", "model": model, "route": route,
                              "binding": binding, "authorization": authorization,
                              "agent": inner_description}
@@ -165,6 +179,63 @@ class StudyAgent:
     def close(self) -> None:
         """Close the wrapped agent."""
         close_agent(self.inner)
+
+
+def run_spec(study: Path, stage: Path, binding_name: str, spec: AgentSpec, *,
+             route: str, authorization: str, concurrency: int = 1, probe: bool = False,
+             progress: Callable[[int, int], None] | None = None,
+             shortlist_from: str | None = None, policy: RetryPolicy | None = None,
+             executor: Executor | None = None, environ: Mapping[str, str] | None = None,
+             **server: Any) -> dict[str, Any]:
+    """Run (or resume) the agent ``spec`` names as its label's part of a binding.
+
+    The label must be one the binding registers; when the binding pinned a models file,
+    the spec must be the pinned one (``agent_changed`` otherwise). An endpoint is sent
+    ``spec.model``; a planted or reference agent is served on loopback with the schedule's
+    requests registered (``server`` options, faults say, go to the loopback server). With
+    ``executor`` every worker rebuilds the provider from its recipe.
+    """
+    manifest = current_manifest(study, stage)
+    binding = load_binding(study, binding_name, manifest)
+    reasons = agent_reasons(binding, spec)
+    if reasons:
+        raise Refusal(reasons, gate=GATE)
+    schedule = schedule_for(binding, manifest, spec.label, route, probe=probe,
+                            shortlist_from=None if shortlist_from is None
+                            else runs_dir(study) / shortlist_from)
+    with open_agent(spec, TASK, requests=[c.request for c in schedule], serve=True,
+                    environ=environ, **server) as agent:
+        sent: Agent = agent
+        if executor is not None:
+            recipe = getattr(agent, "recipe", None)  # a provider: it knows its key's mapping
+            sent = WorkerAgent(agent, recipe() if callable(recipe)
+                               else partial(build_agent, spec, TASK, None, environ))
+        return run_study(study, stage, binding.digest, model=spec.label, route=route,
+                         agent=sent, authorization=authorization, concurrency=concurrency,
+                         probe=probe, progress=progress, shortlist_from=shortlist_from,
+                         policy=policy, executor=executor)
+
+
+def agent_reasons(binding: Binding, spec: AgentSpec) -> list[Reason]:
+    """Why ``spec`` may not run in ``binding``: a label the binding does not register
+    (``model_unknown``), or a spec other than the one the binding pinned
+    (``agent_changed``; the endpoint URL and client processes may change)."""
+    labels = [str(m) for m in binding.document.get("models") or []]
+    if labels and spec.label not in labels:
+        return [Reason("model_unknown", f"model {spec.label!r} is not registered by the "
+                       f"binding's preset {binding.design_name} (its models: "
+                       f"{', '.join(labels)})", subject=spec.label)]
+    pinned = binding.agent(spec.label)
+    if pinned is None:
+        return []
+    given = agent_identity(spec)
+    changed = sorted(k for k in set(pinned) | set(given)
+                     if k != "base_url" and pinned.get(k) != given.get(k))
+    if changed:
+        return [Reason("agent_changed", f"agent {spec.label!r} differs from the one the "
+                       f"binding pinned in {', '.join(changed)}", subject=spec.label,
+                       data={"pinned": pinned, "given": given})]
+    return []
 
 
 def run_id_of(schedule: Schedule) -> str:
@@ -194,7 +265,8 @@ def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route:
               chunk_cap: int = 256, shortlist_from: str | None = None,
               policy: RetryPolicy | None = None,
               executor: Executor | None = None) -> dict[str, Any]:
-    """Pass every gate, then run (or resume) one model × route of a binding under budget.
+    """Pass every gate, then run (or resume) one model × route of a binding under budget,
+    sending through ``agent`` (:func:`run_spec` builds it from a spec).
 
     ``shortlist_from`` (a probe run id under ``<study>/runs``) runs the self-shortlist
     choice stage derived from that verified, complete probe run. ``policy`` is the retry
@@ -223,14 +295,15 @@ def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route:
     if reasons:
         raise Refusal(reasons, gate="chess study budget")
     run_dir = _open_run(study, schedule, wrapped.describe(), policy)
-    stopped = _execute_chunks(study, run_dir, wrapped, auth, auth_digest, concurrency, progress,
-                              chunk_cap, executor)
+    stopped, detail = _execute_chunks(study, run_dir, wrapped, auth, auth_digest, concurrency,
+                                      progress, chunk_cap, executor)
     check = verify_run(run_dir, validate_move)
     spend = bud.total_spend(runs_dir(study), auth_digest)
     return {"run": str(run_dir), "run_id": run_dir.name, "schedule": schedule.digest(),
             "binding": binding.digest, "manifest": manifest.digest, "model": model,
             "route": route, "cells": check.cells, "final": check.final, "complete": check.ok,
-            "stopped": stopped, "authorization": auth_digest, "spend": spend.to_json(),
+            "stopped": stopped, "stopped_detail": detail, "authorization": auth_digest,
+            "spend": spend.to_json(),
             "run_spend": bud.run_spend(run_dir).to_json(), "previously_sent": sent_here,
             "ceilings": auth.to_json()}
 
@@ -245,8 +318,10 @@ def _resent(run_dir: Path, schedule: Schedule) -> int:
 def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Authorization,
                     auth_digest: str, concurrency: int,
                     progress: Callable[[int, int], None] | None, cap: int,
-                    executor: Executor | None = None) -> str | None:
-    """Send the run's pending cells in chunks that fit every ceiling; why it stopped, if so.
+                    executor: Executor | None = None,
+                    ) -> tuple[str | None, dict[str, Any] | None]:
+    """Send the run's pending cells in chunks that fit every ceiling; why it stopped, if so
+    (and the runner's account of a systematic failure).
 
     Other runs' spend under the authorization is read once; this run's spend is re-read
     from its own verified log before every chunk.
@@ -268,7 +343,7 @@ def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Aut
         else:
             chunk = min(chunk, auth.max_cells - spent.cells)
         if chunk <= 0 or spent.tokens >= auth.max_tokens or spent.cost_usd >= auth.max_cost_usd:
-            return "budget_ceiling"
+            return "budget_ceiling", None
         summary = execute_run(run_dir, agent, validator=validate_move, concurrency=concurrency,
                               progress=progress, max_cells=chunk, executor=executor)
         if summary.sent:
@@ -276,16 +351,18 @@ def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Aut
                                            // summary.sent))
             per_cost = max(per_cost, summary.cost_usd / summary.sent)
         tried, pending = pending, summary.cells - sum(summary.outcomes.values())
+        if summary.stopped is not None:
+            return str(summary.stopped["reason"]), summary.stopped
         if summary.sent == 0:
-            return "nothing_sent"
+            return "nothing_sent", None
         # nothing finalized: stuck when every pending cell was tried, or when a whole
         # chunk past the first single cell failed (the provider is down); one failing
         # first cell is not evidence of that
         if summary.unresolved and summary.finalized == 0 and (
                 summary.sent >= tried or chunk > FIRST_CHUNK):
-            return "unresolved"
+            return "unresolved", None
         chunk = concurrency * 4 if not (per_tokens or per_cost) else chunk
-    return None
+    return None, None
 
 
 ANALYSIS_KIND = "rungbench.chess.study-analysis"
@@ -334,6 +411,8 @@ def _analyze_binding(study: Path, bound: Binding, manifest: FrozenManifest, stag
     doc = analyze_table(built.table, settings, proxy=proxy, preset=bound_preset(bound))
     doc["inputs"] = {"binding": bound.digest, "manifest": manifest.digest,
                      "label_stage": stage_record, "runs": built.inputs()}
+    if built.not_run:  # the design is not complete: say so, never pretend it is
+        doc["models_not_run"] = list(built.not_run)
     header = built.table.header
     lines = [canonical_bytes(header.model_dump(mode="json", by_alias=True)),
              *(canonical_bytes(r) for r in built.rows)]

@@ -123,14 +123,14 @@ def binding_runs(study: Path, binding: Binding) -> list[StudyRun]:
     return sorted(runs, key=lambda r: (r.model, r.route, r.part, r.run_id))
 
 
-def check_coverage(binding: Binding, runs: Sequence[StudyRun]) -> None:
-    """Refuse (``cells_missing``) a registered model, or a model × route part, without a run."""
+def check_coverage(binding: Binding, runs: Sequence[StudyRun]) -> tuple[str, ...]:
+    """Refuse (``cells_missing``) a binding without runs, or a model × route that ran
+    without one of its parts; return the registered models that have not run (the analysis
+    covers the models that ran and reports these as not run)."""
     reasons = []
     have = {(r.model, r.route, r.part) for r in runs}
-    for model in binding.document.get("models") or []:
-        if not any(r.model == model for r in runs):
-            reasons.append(Reason("cells_missing", f"model {model!r} is registered by the "
-                                  "binding and has no run", subject=model))
+    not_run = tuple(str(m) for m in binding.document.get("models") or []
+                    if not any(r.model == m for r in runs))
     parts = {"cells", PROBE_PART} if binding.document.get("probes") else {"cells"}
     for model, route in sorted({(m, r) for m, r, _ in have}):
         for part in sorted(parts - {p for m, r, p in have if (m, r) == (model, route)}):
@@ -141,6 +141,7 @@ def check_coverage(binding: Binding, runs: Sequence[StudyRun]) -> None:
                               subject=binding.digest))
     if reasons:
         raise Refusal(reasons, gate=GATE)
+    return not_run
 
 
 @dataclass(frozen=True)
@@ -399,6 +400,8 @@ class StudyTable:
     """Every move-choice run's evaluation."""
     rows: tuple[dict[str, Any], ...]
     """The rows as written (schedule order)."""
+    not_run: tuple[str, ...] = ()
+    """Models the binding registers that have no run (the table holds the others)."""
 
     def inputs(self) -> list[dict[str, Any]]:
         """Per run: id, model, route, part, manifest, schedule and evaluation digests."""
@@ -413,7 +416,7 @@ def study_table(study: Path, binding: Binding, manifest: FrozenManifest,
                 stage_record: str) -> StudyTable:
     """Build and verify the cell table of ``binding`` (see the module docstring)."""
     runs = binding_runs(study, binding)
-    check_coverage(binding, runs)
+    not_run = check_coverage(binding, runs)
     for run in runs:  # the verified read: chain, order, every final against its response
         read_log(run.path, run.schedule, None if run.is_probe else validate_move)
     evaluations = [load_evaluation(study, r, stage_record) for r in runs if not r.is_probe]
@@ -445,5 +448,6 @@ def study_table(study: Path, binding: Binding, manifest: FrozenManifest,
     numbered = [(i, row) for i, (_, row) in enumerate(pairs, start=2)]
     table = build_table(header, numbered, source=f"<binding {binding.digest}>")
     table = replace(table, anomalies=(*table.anomalies, *_anomalies(evaluations)))
-    return StudyTable(table, tuple(runs), tuple(evaluations), tuple(r for _, r in pairs))
+    return StudyTable(table, tuple(runs), tuple(evaluations), tuple(r for _, r in pairs),
+                      not_run)
 

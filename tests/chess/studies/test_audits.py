@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from rungbench.chess.studies.audits import AUDITS, LADDER_PRESETS, audit_design
 from rungbench.design.registry import load_design
 from rungbench.errors import InputError
-from rungbench.jobs.designs import AUDITS, LADDER_PRESETS, audit_design
 
 
 def test_every_audit_name_is_listed_once() -> None:

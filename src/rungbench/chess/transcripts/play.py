@@ -1,8 +1,9 @@
-"""Recorded games: a reference agent or a real model plays and a native corpus is written.
+"""Recorded games (seed 000, A104): an agent plays and a native corpus is written.
 
-The player is ``reference:NAME`` (scripted, random or engine; default scripted) or
-``openai:MODEL`` at a base URL, whose reliability failures are retried in the identical
-request under the registered policy (seed 000, "Hold the action interface still too").
+The player is an :class:`~rungbench.agents.spec.AgentSpec`: ``reference:NAME`` (scripted,
+random or engine; default scripted) or an endpoint, whose reliability failures are retried
+in the identical request under the registered policy (seed 000, "Hold the action interface
+still too").
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from rungbench.errors import InputError
 
 if TYPE_CHECKING:
     from rungbench.agents.protocol import Agent
+    from rungbench.agents.spec import AgentSpec
     from rungbench.chess.transcripts.harness import Opponent
+    from rungbench.execute.policy import RetryPolicy
 
 COLOURS = ("white", "black")
 """Colours the agent may play."""
@@ -45,31 +48,14 @@ class PlayOptions:
     """Dispatcher version of the tool grammar."""
 
 
-@dataclass(frozen=True)
-class ModelOptions:
-    """How a real model is reached (ignored for a reference agent)."""
-
-    base_url: str | None = None
-    """OpenAI-compatible base URL."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """Environment variable holding the key."""
-    timeout_s: float = 120.0
-    """Seconds per request."""
-    params: tuple[str, ...] = ()
-    """Extra request fields ``KEY=JSON``."""
-    max_attempts: int = 4
-    """Attempts per request for reliability failures."""
-    backoff: str = "2,8,30"
-    """Waits before attempt 2, 3, … in seconds."""
-
-
 def play_games(
-    out: Path, *, agent: str | None, model: str | None, options: PlayOptions,
-    model_options: ModelOptions, force: bool = False,
+    out: Path, *, spec: AgentSpec | None, options: PlayOptions,
+    policy: RetryPolicy | None = None, force: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Play ``options.games`` games into a new corpus at ``out``; return its manifest,
-    the player's name and its reliability retries."""
+    """Play ``options.games`` games into a new corpus at ``out`` with the agent ``spec``
+    names (default ``reference:scripted``); ``policy`` retries an endpoint's reliability
+    failures. Return the corpus manifest, the player's name and its reliability retries."""
     from rungbench.agents.protocol import close_agent
     from rungbench.chess.transcripts.dispatch import version
     from rungbench.chess.transcripts.harness import Colour, HarnessConfig, play_corpus
@@ -83,7 +69,7 @@ def play_games(
     colour: Colour = "white" if options.colour == "white" else "black"
     cfg = HarnessConfig(dispatcher=version(options.dispatcher), agent_colour=colour,
                         max_plies=options.max_plies)
-    player = game_agent(agent, model, options, model_options)
+    player = game_agent(spec, options, policy)
     try:
         with opponent(options.opponent, options.seed, options.nodes) as opp:
             manifest = play_corpus(out, player, opp, cfg, games=options.games,
@@ -98,41 +84,37 @@ def play_games(
 def check_options(options: PlayOptions) -> None:
     """Refuse an option outside its registered values, naming the option."""
     if options.colour not in COLOURS:
-        raise InputError(f"--colour must be one of {COLOURS}, got {options.colour!r}",
-                         field="--colour")
+        raise InputError(f"colour must be one of {COLOURS}, got {options.colour!r}",
+                         field="colour")
     if options.opponent not in OPPONENTS:
-        raise InputError(f"--opponent must be one of {OPPONENTS}, got {options.opponent!r}",
-                         field="--opponent")
-    for name, value in (("--games", options.games), ("--max-plies", options.max_plies),
-                        ("--nodes", options.nodes)):
+        raise InputError(f"opponent must be one of {OPPONENTS}, got {options.opponent!r}",
+                         field="opponent")
+    for name, value in (("games", options.games), ("max_plies", options.max_plies),
+                        ("nodes", options.nodes)):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}", field=name)
 
 
-def game_agent(agent: str | None, model: str | None, options: PlayOptions,
-               model_options: ModelOptions) -> Agent:
-    """The player named by ``reference:NAME`` (default scripted) or ``openai:MODEL``."""
-    from rungbench.chess.reference_agents import TASK
+def game_agent(spec: AgentSpec | None, options: PlayOptions,
+               policy: RetryPolicy | None = None) -> Agent:
+    """The player ``spec`` names (default ``reference:scripted``): a game reference agent,
+    or an endpoint's provider retried under ``policy``."""
+    from rungbench.agents.providers import open_provider
     from rungbench.chess.transcripts.harness import (
         REFERENCE_SCRIPT,
         RetryingAgent,
         reference_game_agent,
     )
     from rungbench.execute.policy import RetryPolicy
-    from rungbench.jobs.runs import build_agent, parse_params, seconds
 
-    if model is None:
-        kind, _, name = (agent or "reference:scripted").partition(":")
-        if kind != "reference" or not name:
-            raise InputError(f"--agent must be reference:NAME, got {agent!r}", field="agent")
-        return reference_game_agent(name, seed=options.seed, nodes=options.nodes,
+    if spec is None or spec.kind == "reference":
+        return reference_game_agent("scripted" if spec is None else spec.model,
+                                    seed=options.seed, nodes=options.nodes,
                                     script=REFERENCE_SCRIPT)
-    m = model_options
-    provider = build_agent(TASK, agent=agent, model=model, base_url=m.base_url,
-                           api_key_env=m.api_key_env, timeout_s=m.timeout_s,
-                           params=parse_params(list(m.params)))
-    return RetryingAgent(provider, RetryPolicy(max_attempts=m.max_attempts,
-                                               backoff_s=seconds(m.backoff)))
+    if spec.kind != "openai":
+        raise InputError(f"{spec.kind}:{spec.model} cannot play a game; give a game "
+                         "reference agent or an endpoint", field="model")
+    return RetryingAgent(open_provider(spec), policy or RetryPolicy())
 
 
 @contextlib.contextmanager
