@@ -5,7 +5,7 @@ reference agent on each split, audits the bench and (when the second scorer is
 installed) runs the scorer agreement on 1,000 generated responses. Prints each
 measured figure next to the seed's figure or the issue's target.
 
-The next-stage families (issue 19): builds a 200-world split with ``--families`` for
+The episode families (issue 19): builds a 200-world split with ``--families`` for
 all five, reports the records/2 build time and cases per second (render alone, and the
 sealed build's extra time over the same split without them), scores every records/2
 reference agent from the sealed bench (signature rate, scoring cases per second), and
@@ -22,14 +22,14 @@ import time
 
 from rungbench.causal.bench.audit import audit_bench
 from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.episode_build import FAMILY_NAMES, build_episodes
 from rungbench.causal.bench.evaluate import evaluate
-from rungbench.causal.bench.next_build import FAMILY_NAMES, build_next
 from rungbench.causal.bench.protocols import p2_comparison
-from rungbench.causal.bench.reference_agents import NEXT_POLICIES, POLICIES
-from rungbench.causal.checks.agreement import next_agreement, scorer_agreement
+from rungbench.causal.bench.reference_agents import EPISODE_POLICIES, POLICIES
+from rungbench.causal.checks.agreement import episode_agreement, scorer_agreement
 
-NEXT_WORLDS = 200
-"""Worlds of the next-stage figures (issue 19: "at 200 worlds")."""
+EPISODE_WORLDS = 200
+"""Worlds of the episode-family figures (issue 19: "at 200 worlds")."""
 
 SIZES = {"dev": 60, "validation": 200, "test": 200}
 """Worlds per split (seed 003 "Staged implementation prompt", stage 3)."""
@@ -93,34 +93,34 @@ def run(seed: int, root: pathlib.Path) -> None:
          f"{agreement['generated']['agree']}/{agreement['generated']['n']}", ">= 99%")
 
 
-def run_next(seed: int, root: pathlib.Path, split: str = "test") -> None:
+def run_episode_figures(seed: int, root: pathlib.Path, split: str = "test") -> None:
     """Build time, cases per second and reference-agent figures of the records/2 families."""
     _row("figure (next-stage families, records/2)", "measured", "issue 19")
     families = ",".join(FAMILY_NAMES)
     t0 = time.perf_counter()
-    nb = build_next(split, NEXT_WORLDS, seed, frozenset(FAMILY_NAMES.values()))
+    nb = build_episodes(split, EPISODE_WORLDS, seed, frozenset(FAMILY_NAMES.values()))
     render = time.perf_counter() - t0
-    n2 = sum(len(w.cases) for w in nb.worlds)
+    n_cases = sum(len(w.cases) for w in nb.worlds)
     _row(f"[{split}] records/2 worlds / cases / render seconds",
-         f"{NEXT_WORLDS} / {n2} / {render:.1f}", "200 worlds")
-    _row(f"[{split}] records/2 render, cases per second", f"{n2 / render:.1f}", "report it")
+         f"{EPISODE_WORLDS} / {n_cases} / {render:.1f}", "200 worlds")
+    _row(f"[{split}] records/2 render, cases per second", f"{n_cases / render:.1f}", "report it")
     t0 = time.perf_counter()
-    build_split(split, NEXT_WORLDS, seed, root / "plain", force=True)
+    build_split(split, EPISODE_WORLDS, seed, root / "plain", force=True)
     plain = time.perf_counter() - t0
     t0 = time.perf_counter()
-    built = build_split(split, NEXT_WORLDS, seed, root / "next", force=True, families=families)
+    built = build_split(split, EPISODE_WORLDS, seed, root / "next", force=True, families=families)
     full = time.perf_counter() - t0
-    v2 = built["records_v2"]
+    block = built["records_v2"]
     _row(f"[{split}] sealed build seconds without / with --families",
          f"{plain:.1f} / {full:.1f}", "report it")
     _row(f"[{split}] extra build seconds; records/2 cases per extra second",
-         f"{full - plain:.1f}; {v2['n_cases'] / max(full - plain, 1e-9):.1f}", "report it")
+         f"{full - plain:.1f}; {block['n_cases'] / max(full - plain, 1e-9):.1f}", "report it")
     _row(f"[{split}] leak scan over {built['leak_scan']['files']} public files",
          "clean" if built["leak_scan"]["ok"] else "LEAK", "clean")
-    lo = v2["listing_order"]
+    lo = block["listing_order"]
     _row(f"[{split}] records/2 edge/listing agreement", f"{lo['rate']:.3f} ({lo['edges']} edges)",
          "gate <= 0.55")
-    for agent in NEXT_POLICIES:
+    for agent in EPISODE_POLICIES:
         t0 = time.perf_counter()
         s = evaluate(root / "next", f"reference:{agent}", root / f"run_next_{agent}", force=True)
         dt = time.perf_counter() - t0
@@ -129,7 +129,7 @@ def run_next(seed: int, root: pathlib.Path, split: str = "test") -> None:
             f"failed {s['failed']}, invalid {s['outcomes']['invalid']}"
         _row(f"[{split}] reference:{agent} ({s['n'] / dt:.0f} cases/s scored)", got,
              "oracle: failed 0" if agent == "oracle" else "signature >= 95% of failures")
-    p2 = p2_comparison(NEXT_WORLDS, seed=seed)
+    p2 = p2_comparison(EPISODE_WORLDS, seed=seed)
     d = p2["paired_difference"]
     _row("P2: mean regret premature -> protocol",
          f"{p2['mean_regret_premature']:.2f} -> {p2['mean_regret_p2']:.2f}", "-15% or better")
@@ -137,7 +137,7 @@ def run_next(seed: int, root: pathlib.Path, split: str = "test") -> None:
          f"{d['mean']:.2f} [{d['low']:.2f}, {d['high']:.2f}]", "excludes 0")
     _row("P2: lucky rate premature / protocol",
          f"{p2['lucky_rate']['premature']:.3f} / {p2['lucky_rate']['p2']:.3f}", "reported apart")
-    agree = next_agreement(1000, seed)
+    agree = episode_agreement(1000, seed)
     _row("records/2 scorer agreement, hand cases",
          f"{agree['hand']['agree']}/{agree['hand']['n']}", "100%")
     _row("records/2 scorer agreement, 1,000 generated",
@@ -156,7 +156,7 @@ def main() -> None:
         root = args.out if args.out is not None else pathlib.Path(tmp)
         if not args.only_next:
             run(args.seed, root)
-        run_next(args.seed, root)
+        run_episode_figures(args.seed, root)
 
 
 if __name__ == "__main__":

@@ -134,3 +134,37 @@ def test_every_sub_package_states_its_seed_and_imports() -> None:
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
         assert "seed" in doc.lower(), init
         assert "import" in doc.lower(), init
+
+
+@pytest.mark.parametrize("layer", ["execute", "jobs"])
+def test_the_runner_and_jobs_name_no_domain(layer: str) -> None:
+    """The runner and ``jobs`` reach the domains only through the task registry
+    (docs/ARCHITECTURE.md, "The task seam"): no import of chess or causal, even lazily."""
+    found = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if _is(m, layer)
+                   for t in targets if _is(t, "chess") or _is(t, "causal"))
+    assert found == []
+    assert "execute.tasks" in GRAPH["jobs.runs"]  # the dispatch is through the registry
+
+
+def test_one_place_builds_a_provider() -> None:
+    """``OpenAIProvider(`` is called in one module of the package (agents/providers.py), and
+    no module but it and the demo's fault showcase starts a loopback server."""
+    calls: dict[str, int] = {}
+    servers = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                if node.func.id == "OpenAIProvider":
+                    calls[_module_name(path)] = calls.get(_module_name(path), 0) + 1
+                if node.func.id == "LoopbackServer":
+                    servers.add(_module_name(path))
+    assert calls == {"agents.providers": 1}
+    assert servers == {"agents.providers", "demo.runner"}
+
+
+def test_domains_register_their_tasks_through_entry_points() -> None:
+    """Each domain's tasks are in the registry, loaded from the package's entry points."""
+    from rungbench.execute.tasks import registered
+
+    assert set(registered()) == {"chess.move_choice/1", "causal.public_case/1",
+                                 "causal.ablation_case/1", "causal.episode/2"}

@@ -32,11 +32,11 @@ def test_import_cladder_prints_counts_and_the_coupling_note(tmp_path: Path) -> N
     code, doc = _invoke(["import", "cladder", str(ROOT / "cladder"), "--out",
                          str(tmp_path / "c")])
     assert code == 3 and doc["reasons"][0]["code"] == "exists"
-    code, doc = _invoke(["query", str(tmp_path / "c"), "--model", "0", "--estimand", "nde",
+    code, doc = _invoke(["query", str(tmp_path / "c"), "--cladder-model", "0", "--estimand", "nde",
                          "--x", "X", "--y", "Y"])
     assert code == 0 and abs(doc["value"] - 0.4262715832796687) < 1e-12  # CLadder's gold
     pn = '{"rung": 3, "target": {"Y": 0}, "do": {"X": 0}, "evidence": {"X": 1, "Y": 1}}'
-    code, doc = _invoke(["query", str(tmp_path / "c"), "--model", "0", "--query", pn])
+    code, doc = _invoke(["query", str(tmp_path / "c"), "--cladder-model", "0", "--query", pn])
     assert code == 3 and doc["reasons"][0]["code"] == "coupling_dependent"
     code, doc = _invoke(["query", str(tmp_path / "c"), "--estimand", "ate", "--x", "X",
                          "--y", "Y"])

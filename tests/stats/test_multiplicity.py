@@ -35,7 +35,7 @@ def test_bh_adjusted_known_answer() -> None:
     assert benjamini_hochberg([0.01, 0.04, 0.03, 0.005], 0.05) == [True] * 4
 
 
-@settings(deadline=None)
+@settings(deadline=None, max_examples=50)
 @given(pvalues=PVALUES, alpha=ALPHAS)
 def test_holm_and_bh_match_statsmodels(pvalues: list[float], alpha: float) -> None:
     """Rejections and adjusted p-values equal statsmodels' multipletests (holm, fdr_bh)."""

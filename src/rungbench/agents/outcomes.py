@@ -1,7 +1,7 @@
 """Outcome classes of one agent call, and the pure classifier that assigns them.
 
-Seed 000 ("Hold the action interface still too") and DESIGN.md ("Provider
-outcomes") fix two families:
+Seed 000 ("Hold the action interface still too") and docs/ARCHITECTURE.md ("A run")
+fix two families:
 
 * model outcomes — ``answered``, ``malformed`` (a tool call that does not fit the
   frozen schema), ``refusal``, ``illegal`` (fits the schema, rejected by the

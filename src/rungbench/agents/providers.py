@@ -101,3 +101,17 @@ def serve_on_loopback(agent: Agent, *, label: str | None = None,
             yield provider
         finally:
             provider.close()
+
+
+@contextmanager
+def provider_for(spec: AgentSpec | None, *, environ: Mapping[str, str] | None = None,
+                 ) -> Iterator[OpenAIProvider | None]:
+    """The provider of an ``openai`` spec, closed on exit (None for no spec)."""
+    if spec is None:
+        yield None
+        return
+    provider = open_provider(spec, environ=environ)
+    try:
+        yield provider
+    finally:
+        provider.close()

@@ -37,7 +37,7 @@ from rungbench.errors import InputError, RungbenchError
 from rungbench.evidence.canonical import digest, file_digest
 
 DEFAULT_ENGINE = Path("/usr/games/stockfish")
-"""Debian's Stockfish (DESIGN.md, "External parts")."""
+"""Debian's Stockfish, seed 002's labelling engine (the README names its apt package)."""
 
 DEFAULT_NODES = 50_000
 """Seed 002's fixed node budget per search."""

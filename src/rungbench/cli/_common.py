@@ -1,6 +1,6 @@
 """Shared plumbing for the thin CLI: output, JSON mode and exit codes.
 
-Exit codes (DESIGN.md): 0 ok, 1 error, 2 usage, 3 refusal.
+Exit codes (docs/CONTRACTS.md §9): 0 ok, 1 error, 2 usage, 3 refusal.
 """
 
 from __future__ import annotations
@@ -104,13 +104,17 @@ def run(action: Callable[[], T], *, as_json: bool) -> T:
         fail(os_error(exc), as_json=as_json)
 
 
+INVOKED: list[str] = []
+"""The arguments the root command was invoked with (what a resume command repeats)."""
+
+
 def resume_command(option: str | None = None, run_id: str | None = None) -> str:
     """The command that resumes what the user typed: the same command line, with
     ``option RUN_ID`` set when the command resumes by an option (``--resume``); a command
     whose run id is a function of its inputs resumes by running it again."""
     import shlex
 
-    argv = list(sys.argv[1:])
+    argv = list(INVOKED or sys.argv[1:])
     if option is not None and run_id is not None:
         if option in argv:
             at = argv.index(option)
@@ -174,6 +178,7 @@ class OneLineErrors(TyperGroup):
              windows_expand_args: bool = True, **extra: Any) -> Any:
         """Run the command; report a usage error in one line and exit with its code."""
         argv = list(sys.argv[1:] if args is None else args)
+        INVOKED[:] = argv
         if not standalone_mode:
             return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
         try:

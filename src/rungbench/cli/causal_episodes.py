@@ -47,8 +47,8 @@ def episodes_command(
     call is a tool_call record of the run, and each answer is scored on the evidence the
     episode actually obtained.
     """
+    from rungbench.causal.bench.episode_build import parse_families
     from rungbench.causal.bench.episode_runs import run_agent
-    from rungbench.causal.bench.next_build import parse_families
 
     spec = agent_spec(model, models, base_url=base_url, api_key_env=api_key_env,
                       no_api_key=no_api_key, params=param, as_json=as_json)

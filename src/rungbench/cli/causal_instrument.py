@@ -17,6 +17,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from rungbench.cli._agents import (
+    BaseUrlOpt,
+    KeyEnvOpt,
+    ModelOpt,
+    ModelsOpt,
+    NoKeyOpt,
+    ParamOpt,
+    agent_spec,
+)
 from rungbench.cli._common import (
     JSON_OPTION,
     SEED_MAX,
@@ -67,8 +76,8 @@ def _render(doc: dict[str, Any]) -> None:
 
 def controls_command(
     query: Annotated[list[str] | None, typer.Option(
-        "--query", help="naive | fixed | module:function | http://127.0.0.1:PORT[/path]; "
-        "repeatable.")] = None,
+        "--query", help="naive | fixed | module:function | http://127.0.0.1:PORT[/path] | "
+        "model (the agent --model names answers each call); repeatable.")] = None,
     scorer: Annotated[list[str] | None, typer.Option(
         "--scorer", help="strict | lenient | module:function; repeatable.")] = None,
     case_set: str = typer.Option("standard", "--set", callback=choice(SETS),
@@ -83,13 +92,20 @@ def controls_command(
                                       help="Allow a non-loopback HTTP endpoint."),
     census: Annotated[Path | None, typer.Option(
         "--census", help="JSON of 'graph census score --json'.")] = None,
+    model: ModelOpt = None, models: ModelsOpt = None, base_url: BaseUrlOpt = None,
+    api_key_env: KeyEnvOpt = None, no_api_key: NoKeyOpt = False, param: ParamOpt = None,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Audit a causal() tool: probes, C0–C5 matrix, four numbers, one-line verdict."""
-    from rungbench.causal.instrument.report import audit
+    from rungbench.agents.providers import provider_for
+    from rungbench.causal.instrument.report import MODEL_QUERY, audit
 
     queries = ["naive", "fixed"] if demo else (query or ["fixed"])
     scorers = ["lenient", "strict"] if demo else (scorer or ["strict"])
+
+    spec = agent_spec(model, models, base_url=base_url, api_key_env=api_key_env,
+                      no_api_key=no_api_key, params=param, as_json=as_json) \
+        if MODEL_QUERY in queries else None
 
     def action() -> dict[str, Any]:
         validity = None
@@ -98,10 +114,11 @@ def controls_command(
                 validity = json.loads(census.read_text(encoding="utf-8"))
             except ValueError as exc:
                 raise InputError(f"not JSON: {exc}", path=str(census)) from exc
-        with progress_bar("control matrix", quiet=as_json) as tick:
+        with progress_bar("control matrix", quiet=as_json) as tick, \
+                provider_for(spec) as agent:
             return audit(queries, scorers, case_set=case_set, timeout=timeout,
                          allow_remote=allow_remote, gated=not (demo or ungated),
-                         census=validity, tick=tick)
+                         census=validity, tick=tick, agent=agent)
 
     doc = run(action, as_json=as_json)
     if as_json:

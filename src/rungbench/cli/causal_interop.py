@@ -141,7 +141,7 @@ def query_command(
         "--coupling", callback=_coupling,
         help="Name a cross-row coupling for coupling-dependent queries.")] = None,
     model: Annotated[int | None, typer.Option(
-        "--model", min=0, help="CLadder model_id (CLadder import directories).")] = None,
+        "--cladder-model", min=0, help="CLadder model_id (CLadder import directories).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a query or named estimand exactly on an imported world."""

@@ -25,8 +25,8 @@ OUT_OPTION = typer.Option(None, "--out", help="Where to publish (default: "
                           "evaluations/<run id>-<evaluator> beside runs/).")
 CACHE_OPTION = typer.Option(None, "--cache", help="Successor cache (default: "
                             "evaluation-cache beside runs/).")
-MODEL_OPTION = typer.Option(None, "--model", help="Conversion-model file (must be "
-                            "the registered one).")
+MODEL_OPTION = typer.Option(None, "--conversion-model", help="cp→WDL conversion-model "
+                            "file (must be the registered one).")
 
 
 def register(app: typer.Typer) -> None:

@@ -55,6 +55,8 @@ STUDY_OPTION = typer.Option(..., "--study", help="Study directory.")
 STAGE_OPTION = typer.Option(..., "--stage", help="Published label stage directory.")
 MODELS_OPTION = typer.Option(..., "--model", help="Model covered (repeatable).")
 ROUTES_OPTION = typer.Option(..., "--route", help="Route covered (repeatable).")
+RUNS_OPTION = typer.Option(None, "--run", help="Run id under <study>/runs (repeatable; default: "
+                          "every move-choice run not yet evaluated).")
 BINDINGS_OPTION = typer.Option([], "--binding", help="Binding covered (default: any).")
 PRESET_HELP = ("Preset: a bundled name (a105, e023, e020_e021, e022, demo_a105, demo_e023, "
                "demo_e020_e021) or a TOML file of your own (rungbench design new).")
@@ -205,7 +207,7 @@ def run_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
 
 
 def evaluate_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
-                 run_id: str = typer.Option(..., "--run", help="Run id under <study>/runs."),
+                 run_ids: list[str] | None = RUNS_OPTION,
                  depth: int | None = typer.Option(None, min=1, max=40,
                                                   help="Depth (default: registered)."),
                  workers: int = typer.Option(1, min=1, max=2, help="Evaluator processes."),
@@ -224,18 +226,25 @@ def evaluate_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
 
     kind = executor_kind(executor, ray_address)
 
-    def action() -> dict[str, Any]:
-        st.current_manifest(study, stage)
+    def one(run_id: str, pool: Any) -> dict[str, Any]:
         options = StageOptions(cache=study / "evaluation-cache",
                                out=study / "evaluations" / run_id, workers=workers, force=force)
+        return evaluate_run(st.runs_dir(study) / run_id, stage, EvaluatorConfig(depth=depth),
+                            options, IdleGate(max_load=default_max_load() if max_load is None
+                                              else max_load), executor=pool)
+
+    def action() -> dict[str, Any]:
+        st.current_manifest(study, stage)
+        chosen = run_ids or st.unevaluated_runs(study)
         with executor_for(kind, address=ray_address, workers=workers) as pool:
-            return evaluate_run(st.runs_dir(study) / run_id, stage,
-                                EvaluatorConfig(depth=depth), options,
-                                IdleGate(max_load=default_max_load() if max_load is None
-                                         else max_load), executor=pool)
+            done = [one(r, pool) for r in chosen]
+        return done[0] if run_ids and len(done) == 1 else {"evaluations": done}
 
     summary = run(action, as_json=as_json)
-    emit_json(summary) if as_json else _show("evaluation published", summary)
+    if as_json:
+        emit_json(summary)
+    for one_summary in summary.get("evaluations", [summary]) if not as_json else []:
+        _show("evaluation published", one_summary)
 
 
 def status_cmd(study: Path = STUDY_OPTION, as_json: bool = JSON_OPTION) -> None:

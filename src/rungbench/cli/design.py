@@ -9,6 +9,7 @@ check fails. Under ``--json`` each prints exactly one JSON document.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -86,26 +87,36 @@ def _fmt(value: float) -> str:
 
 
 NEW_OUT = typer.Option(..., "--out", help="Where the copy is written (a .toml file).")
+NEW_MODELS = typer.Option(None, "--model", help="A model label the copy registers instead of "
+                          "the preset's (repeatable); the counts that follow from the number "
+                          "of models are rescaled.")
 
 
 @app.command("new")
 def new(
     name: str = typer.Argument(..., help="Bundled preset to copy (rungbench design list)."),
     out: Path = NEW_OUT,
+    model: list[str] | None = NEW_MODELS,
     force: bool = typer.Option(False, "--force", help="Replace a file already there."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Write a copy of a bundled preset to edit: your models' labels, counts, seeds. Bind it
+    """Write a copy of a bundled preset to edit, optionally for your models' labels. Bind it
     with `rungbench chess study bind FILE --models MODELS`; it is checked like a bundled one."""
+    from rungbench.chess.studies.preset_copy import for_models
     from rungbench.design.registry import bundled_text, load_design_file
     from rungbench.errors import InputError
     from rungbench.evidence.store import write_atomic
 
-    def action() -> dict[str, str]:
+    def action() -> dict[str, Any]:
         if out.suffix != ".toml":
             raise InputError("a preset file ends in .toml", path=str(out))
-        write_atomic(out, bundled_text(name).encode("utf-8"), overwrite=force)
-        return {"preset": name, "file": str(out), "digest": load_design_file(out).digest}
+        text = bundled_text(name)
+        if model:
+            text = for_models(text, model, source=name)
+        write_atomic(out, text.encode("utf-8"), overwrite=force)
+        reg = load_design_file(out)
+        return {"preset": name, "file": str(out), "digest": reg.digest,
+                "models": reg.document.get("schedule", {}).get("models")}
 
     doc = run(action, as_json=as_json)
     if as_json:

@@ -1,4 +1,5 @@
-"""Registered designs: TOML presets in ``rungbench/designs/`` (DESIGN.md, "Conventions").
+"""Registered designs: TOML presets in ``rungbench/designs/`` (docs/ARCHITECTURE.md,
+"Presets and studies").
 
 A preset is parsed with :mod:`tomllib`; its identity is the digest of the parsed
 document as canonical JSON, so comments and key order do not change it but any

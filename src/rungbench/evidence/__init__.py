@@ -2,7 +2,7 @@
 
 Every arrow that crosses a stage boundary passes a content-addressed object; a
 stage reads its inputs by digest, checks them, and refuses when anything is
-absent, stale or different (DESIGN.md, "Data flow").
+absent, stale or different (docs/ARCHITECTURE.md, "Layers").
 """
 
 from rungbench.evidence.canonical import (

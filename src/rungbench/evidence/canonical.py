@@ -1,4 +1,4 @@
-"""Canonical JSON and ``sha256:<hex>`` digests (DESIGN.md, "Conventions that hold everywhere").
+"""Canonical JSON and ``sha256:<hex>`` digests (docs/ARCHITECTURE.md, "Layers").
 
 Canonical bytes are UTF-8 JSON with sorted keys and no insignificant whitespace.
 NaN, infinities and non-string keys are rejected rather than coerced, because a

@@ -124,6 +124,13 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], Schedule]:
     The manifest must hash to the digest the log's first record names, so an edited
     manifest (or a log taken from another run) is an :class:`IntegrityError`.
     """
+    manifest = run_manifest(run_dir)
+    return manifest, load_schedule(ObjectStore(run_dir), str(manifest["schedule"]))
+
+
+def run_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run's manifest, verified against the digest its log's first record names (what
+    :func:`load_run` checks before it also re-hashes the frozen schedule's every request)."""
     path = run_dir / MANIFEST
     if not run_dir.is_dir():
         raise InputError("not a run directory", path=str(run_dir))
@@ -136,7 +143,7 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], Schedule]:
     if not isinstance(manifest, dict) or manifest.get("version") != RUN_VERSION:
         raise InputError(f"not a {RUN_VERSION} manifest", path=str(path), field="version")
     _check_manifest_anchor(run_dir, bytes_digest(data))
-    return manifest, load_schedule(ObjectStore(run_dir), str(manifest["schedule"]))
+    return manifest
 
 
 def _check_manifest_anchor(run_dir: Path, manifest_digest: str) -> None:

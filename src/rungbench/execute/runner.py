@@ -14,7 +14,7 @@ hidden temporary sibling (``runs/.<run_id>.tmp-<pid>``) and renames it into plac
 leftovers of a killed creation are removed by the next :func:`create_run` in the same
 ``runs/`` folder and named by a resume that asks for them.
 
-Rules (seed 000; DESIGN.md "Provider outcomes"):
+Rules (seed 000; docs/ARCHITECTURE.md, "A run"; docs/CONTRACTS.md §7):
 
 * Each request is sent from a fresh context; its digest is recomputed and checked
   against the frozen schedule before every send, and written in an ``attempt``

@@ -56,7 +56,8 @@ def render_report(root: Path, *, out: Path | None = None,
     inputs = collect(root, stage=stage)
     if not inputs.all():
         raise InputError("no report input here: not a demo folder (report-inputs.json), a "
-                         "study (manifest/) or a scored causal run (run_manifest.json)",
+                         "study (manifest/), a scored causal run (run_manifest.json) or a "
+                         "transcript corpus (manifest.json, corpus_manifest.json)",
                          path=str(root))
     html, states = render(inputs)
     target = (out or default_out(root)) / PAGE

@@ -33,6 +33,7 @@ from rungbench.chess.studies.analysis_report import ANALYSIS_KIND
 from rungbench.chess.studies.evaluation import verify_evaluation
 from rungbench.chess.studies.manifest import load_manifest
 from rungbench.chess.studies.study import ANALYSIS_KIND as STUDY_ANALYSIS_KIND
+from rungbench.chess.transcripts.corpus import MANIFEST_SCHEMA
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, loads_canonical
 from rungbench.evidence.sealed import verify_sealed
@@ -126,6 +127,8 @@ def collect(root: Path, *, stage: Path | None = None) -> Inputs:
         _study(inputs, study)
     elif inputs.index is None and (root / CAUSAL_RUN_MANIFEST).is_file():
         inputs.causal.append(_causal_run(root))
+    elif inputs.index is None and _is_corpus(root):
+        inputs.census.append(_census(root))
     if stage is not None and stage.exists():
         inputs.flow = _flow(stage, root)
     return inputs
@@ -209,6 +212,34 @@ def _causal_run(run: Path) -> Source:
     return Source(f"causal:{agent}", bytes_digest(sealed.read(CAUSAL_RUN_MANIFEST)),
                   CAUSAL_RUN_MANIFEST, "sealed scored run (seal and every file verified)",
                   report)
+
+
+CORPUS_FILES = ("manifest.json", "corpus_manifest.json")
+"""What marks a transcript corpus folder: a native corpus (``rungbench chess play``) or a
+frozen folder of LLM Chess runs (``rungbench chess census --freeze``)."""
+
+
+def _is_corpus(root: Path) -> bool:
+    """Whether ``root`` holds a frozen corpus, or a native corpus manifest (a run's own
+    ``manifest.json`` is another schema)."""
+    if (root / CORPUS_FILES[1]).is_file():
+        return True
+    try:
+        head = json.loads((root / CORPUS_FILES[0]).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(head, dict) and head.get("schema") == MANIFEST_SCHEMA
+
+
+def _census(root: Path) -> Source:
+    """The A104 census of a transcript corpus folder (every file verified, the games
+    replayed; an excluded game is counted, as ``rungbench chess census`` counts it)."""
+    from rungbench.chess.transcripts.census import census_path
+
+    doc = census_path(root)
+    marker = next(name for name in CORPUS_FILES if (root / name).is_file())
+    return Source(f"census:{root.resolve().name}", canonical_digest(doc), marker,
+                  "corpus files verified by sha256, every game replayed", doc)
 
 
 def canonical_digest(doc: Any) -> str:

@@ -28,8 +28,8 @@ from rungbench.causal.bench.episode_runs import (
 )
 from rungbench.causal.bench.episode_tools import episode_cases
 from rungbench.causal.bench.protocols import p2_comparison
-from rungbench.causal.bench.records import PrivateOracle2
-from rungbench.causal.bench.verified import bench_next, open_bench
+from rungbench.causal.bench.records import EpisodeOracle
+from rungbench.causal.bench.verified import bench_episodes, open_bench
 from rungbench.evidence.canonical import digest
 from rungbench.evidence.store import ObjectStore
 from rungbench.execute.events import read_events
@@ -55,8 +55,8 @@ def runs(bench: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dic
             for p in ("p2_protocol", "premature_commitment")}
 
 
-def _oracles(bench: Path) -> dict[str, PrivateOracle2]:
-    return bench_next(open_bench(bench))[1]
+def _oracles(bench: Path) -> dict[str, EpisodeOracle]:
+    return bench_episodes(open_bench(bench))[1]
 
 
 NUMBER = re.compile(r"-?\d+\.\d+(?:[eE]-?\d+)?")

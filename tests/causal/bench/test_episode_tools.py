@@ -21,28 +21,28 @@ from rungbench.causal.bench.episode_tools import (
     view_incident,
     view_world,
 )
-from rungbench.causal.bench.records import PrivateOracle2, PublicCase2
-from rungbench.causal.bench.verified import bench_next, open_bench
+from rungbench.causal.bench.records import EpisodeCase, EpisodeOracle
+from rungbench.causal.bench.verified import bench_episodes, open_bench
 
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory
-          ) -> tuple[list[PublicCase2], dict[str, PrivateOracle2]]:
-    """A 3-world dev bench with every next-stage family."""
+          ) -> tuple[list[EpisodeCase], dict[str, EpisodeOracle]]:
+    """A 3-world dev bench with every episode family."""
     root = tmp_path_factory.mktemp("ep") / "bench"
     build_split("dev", 3, 5, root, None,
                 families="incident,active,revision,provenance,negative")
-    return bench_next(open_bench(root))
+    return bench_episodes(open_bench(root))
 
 
-def _env(cases: list[PublicCase2], oracles: dict[str, PrivateOracle2], cell: str,
+def _env(cases: list[EpisodeCase], oracles: dict[str, EpisodeOracle], cell: str,
          budget: float = 2.0) -> EpisodeEnvironment:
     env = episode_toolbox(oracles)(episode_request(cell, cases, experiment_budget=budget))
     assert isinstance(env, EpisodeEnvironment)
     return env
 
 
-def _probes(case: PublicCase2) -> dict[str, float]:
+def _probes(case: EpisodeCase) -> dict[str, float]:
     return {i.id: i.cost for i in case.permitted_interventions if i.id.startswith("probe:")}
 
 

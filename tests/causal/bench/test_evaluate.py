@@ -9,11 +9,11 @@ import pytest
 
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import evaluate, score_responses
-from rungbench.causal.bench.records import NEXT_FAMILIES, OUTCOMES, OUTCOMES_2
-from rungbench.causal.bench.reference_agents import NEXT_SIGNATURES, SIGNATURES, reference_agent
+from rungbench.causal.bench.records import EPISODE_FAMILIES, EPISODE_OUTCOMES, OUTCOMES
+from rungbench.causal.bench.reference_agents import EPISODE_SIGNATURES, SIGNATURES, reference_agent
 from rungbench.causal.bench.report import build_report, to_markdown
 from rungbench.causal.bench.verified import (
-    bench_next,
+    bench_episodes,
     bench_oracles,
     open_bench,
     open_run,
@@ -155,28 +155,28 @@ def test_responses_that_are_not_utf8_are_an_input_error(
         score_responses(benches["dev"], mine, tmp_path / "run", "external")
 
 
-# --- next-stage families (records/2) in a sealed bench, scored end to end (issue 19) ---
+# --- episode families (records/2) in a sealed bench, scored end to end (issue 19) ---
 
-_ALL_NEXT = "incident,active,revision,provenance,negative"
+_ALL_FAMILIES = "incident,active,revision,provenance,negative"
 
 
 @pytest.fixture(scope="module")
-def next_bench(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A test bench of 12 worlds with every next-stage family (held-out structure included)."""
-    out = tmp_path_factory.mktemp("next") / "bench"
-    build_split("test", 12, 21, out, families=_ALL_NEXT)
+def episode_bench(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """A test bench of 12 worlds with every episode family (held-out structure included)."""
+    out = tmp_path_factory.mktemp("episodes") / "bench"
+    build_split("test", 12, 21, out, families=_ALL_FAMILIES)
     return out
 
 
-def test_oracle_scores_100_percent_with_next_families(next_bench: pathlib.Path,
-                                                      tmp_path: pathlib.Path) -> None:
+def test_oracle_scores_100_percent_with_episode_families(episode_bench: pathlib.Path,
+                                                         tmp_path: pathlib.Path) -> None:
     """The oracle agent is right on every records/1 and records/2 case of the bench."""
-    s = evaluate(next_bench, "reference:oracle", tmp_path / "run")
-    assert set(s["outcomes"]) == set(OUTCOMES_2) and s["failed"] == 0
+    s = evaluate(episode_bench, "reference:oracle", tmp_path / "run")
+    assert set(s["outcomes"]) == set(EPISODE_OUTCOMES) and s["failed"] == 0
     rep = build_report(tmp_path / "run")
     assert rep["overall"]["accuracy"] == 1.0
-    assert set(NEXT_FAMILIES) <= set(rep["by_family"])
-    assert all(rep["by_family"][f]["accuracy"] == 1.0 for f in NEXT_FAMILIES)
+    assert set(EPISODE_FAMILIES) <= set(rep["by_family"])
+    assert all(rep["by_family"][f]["accuracy"] == 1.0 for f in EPISODE_FAMILIES)
     rev = rep["next_stage"]["revision"]
     assert rev["revision_accuracy"] == 1.0 and rev["stale"] == rev["retracted"] == 0
     assert "## Next-stage families (records/2)" in to_markdown(rep)
@@ -195,52 +195,52 @@ ISSUE_AGENTS = {
 
 def test_issue_agents_are_registered_with_their_labels() -> None:
     """Every signature-failure agent of issue 19 exists with the taxonomy label it must carry."""
-    assert {k: NEXT_SIGNATURES[k] for k in ISSUE_AGENTS} == ISSUE_AGENTS
+    assert {k: EPISODE_SIGNATURES[k] for k in ISSUE_AGENTS} == ISSUE_AGENTS
 
 
-@pytest.mark.parametrize("name", sorted(NEXT_SIGNATURES))
-def test_next_agent_signature_on_the_sealed_bench(next_bench: pathlib.Path,
-                                                  tmp_path: pathlib.Path, name: str) -> None:
+@pytest.mark.parametrize("name", sorted(EPISODE_SIGNATURES))
+def test_episode_agent_signature_on_the_sealed_bench(episode_bench: pathlib.Path,
+                                                     tmp_path: pathlib.Path, name: str) -> None:
     """Scored from the sealed bench, each agent fails and carries its label on ≥ 95% of failures."""
-    s = evaluate(next_bench, f"reference:{name}", tmp_path / "run")
+    s = evaluate(episode_bench, f"reference:{name}", tmp_path / "run")
     sig = s["signature"]
     assert s["outcomes"]["invalid"] == 0  # an invalid answer would hide a failure
-    assert sig["label"] == NEXT_SIGNATURES[name] and sig["failed"] >= 3
+    assert sig["label"] == EPISODE_SIGNATURES[name] and sig["failed"] >= 3
     assert sig["hits"] / sig["failed"] >= 0.95
 
 
-def test_external_responses_with_v2_lines(next_bench: pathlib.Path,
+def test_external_responses_with_v2_lines(episode_bench: pathlib.Path,
                                           tmp_path: pathlib.Path) -> None:
     """v2 answers in a response file are scored: a bad line is invalid, an unnamed case missing."""
-    evaluate(next_bench, "reference:premature_commitment", tmp_path / "ref")
+    evaluate(episode_bench, "reference:premature_commitment", tmp_path / "ref")
     lines = (tmp_path / "ref" / "responses.jsonl").read_text().splitlines()
-    v2 = [i for i, t in enumerate(lines) if json.loads(t)["case_id"].startswith("x")]
-    bad = json.loads(lines[v2[0]])
+    episode_lines = [i for i, t in enumerate(lines) if json.loads(t)["case_id"].startswith("x")]
+    bad = json.loads(lines[episode_lines[0]])
     bad["action"] = "reboot_the_moon"
-    lines[v2[0]] = json.dumps(bad)
-    del lines[v2[1]]
+    lines[episode_lines[0]] = json.dumps(bad)
+    del lines[episode_lines[1]]
     path = tmp_path / "responses.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    s = score_responses(next_bench, path, tmp_path / "run", "external")
+    s = score_responses(episode_bench, path, tmp_path / "run", "external")
     assert s["missing"] == 1 and len(s["invalid_lines"]) == 1
     assert s["outcomes"]["invalid"] == 1 and s["outcomes"]["lucky"] > 0
     assert "next_stage" in s and s["next_stage"]["families"]["root_cause_debugging"]["missing"]
 
 
-def test_public_summary_holds_no_per_case_v2_field(next_bench: pathlib.Path,
+def test_public_summary_holds_no_per_case_v2_field(episode_bench: pathlib.Path,
                                                    tmp_path: pathlib.Path) -> None:
     """summary.json of a v2 run has aggregates only: no case id, identified set or true cause."""
-    evaluate(next_bench, "reference:stale_mechanism", tmp_path / "run")
+    evaluate(episode_bench, "reference:stale_mechanism", tmp_path / "run")
     text = (tmp_path / "run" / "summary.json").read_text()
-    _, oracles = bench_next(open_bench(next_bench))
+    _, oracles = bench_episodes(open_bench(episode_bench))
     assert not any(cid in text for cid in oracles)
     assert "identified_set" not in text and "true_cause" not in text
     rows = run_verdicts(open_run(tmp_path / "run"))
     assert sum(r.get("version") == "rungbench.records/2" for r in rows) == len(oracles)
 
 
-def test_next_only_agent_on_a_plain_bench_is_refused(benches: dict[str, pathlib.Path],
-                                                     tmp_path: pathlib.Path) -> None:
-    """A records/2 agent on a bench without next-stage families is an InputError saying so."""
+def test_episode_only_agent_on_a_plain_bench_is_refused(benches: dict[str, pathlib.Path],
+                                                        tmp_path: pathlib.Path) -> None:
+    """A records/2 agent on a bench without episode families is an InputError saying so."""
     with pytest.raises(InputError, match="--families"):
         evaluate(benches["dev"], "reference:omitted_joint_cause", tmp_path / "run")

@@ -1,4 +1,4 @@
-"""Incident simulator: the oracle reproduces the hand-derived numbers of data/next_family_cases."""
+"""Incident simulator: the oracle reproduces the hand-derived numbers of data/episode_hand_cases."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _joint_world() -> IncidentWorld:
 
 
 def _hand_oracle(name: str) -> dict[str, object]:
-    doc = json.loads((files("rungbench.causal") / "data" / "next_family_cases.json").read_text())
+    doc = json.loads((files("rungbench.causal") / "data" / "episode_hand_cases.json").read_text())
     oracle: dict[str, object] = doc["oracles"][name]
     return oracle
 

@@ -14,6 +14,8 @@ from rungbench.causal.bench.records import (
     RECORDS_VERSION,
     SCHEMA_MODELS,
     AgentResponse,
+    EpisodeCase,
+    episode_json_schemas,
     json_schemas,
     write_schemas,
 )
@@ -33,6 +35,20 @@ def test_public_case_schema_has_no_oracle_fields() -> None:
     """The public_case schema carries none of the private oracle's answer fields."""
     props = set(json_schemas()["public_case"]["properties"])
     assert not props & {"value", "identifiable", "confusions", "seed", "scm_hash", "cpdag"}
+
+
+def test_episode_records_keep_their_published_names() -> None:
+    """records/2 schemas and validation errors name each model as benches have published it."""
+    schemas = episode_json_schemas()
+    titles = {name: doc["title"] for name, doc in schemas.items()}
+    assert titles == {"public_case": "PublicCase2", "private_oracle": "PrivateOracle2",
+                      "agent_response": "AgentResponse", "verdict": "Verdict2"}
+    case = schemas["public_case"]
+    assert set(case["$defs"]) == {"Evidence2", "Intervention"}
+    assert case["properties"]["evidence"] == {"$ref": "#/$defs/Evidence2"}
+    assert case["$defs"]["Evidence2"]["title"] == "Evidence2"
+    with pytest.raises(ValidationError, match="for PublicCase2"):
+        EpisodeCase.model_validate({"case_id": "c"})
 
 
 def test_agent_response_rejects_unknown_status_and_extra_fields() -> None:

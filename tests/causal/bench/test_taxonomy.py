@@ -108,20 +108,21 @@ def test_false_non_id_verdict_is_labelled() -> None:
     assert _labels(o, status="not_identifiable", confidence=0.95) == [UNSUPPORTED_CERTAINTY]
 
 
-def test_next_hand_cases_carry_their_written_labels() -> None:
+def test_episode_hand_cases_carry_their_written_labels() -> None:
     """Hand cases that state their taxonomy labels get exactly those (omitted joint cause …)."""
     import json
     from importlib.resources import files
 
-    from rungbench.causal.bench.next_scorer import score2
-    from rungbench.causal.bench.records import PrivateOracle2
-    from rungbench.causal.bench.taxonomy import next_failure_labels
+    from rungbench.causal.bench.episode_scorer import score_episode_case
+    from rungbench.causal.bench.records import EpisodeOracle
+    from rungbench.causal.bench.taxonomy import episode_failure_labels
 
-    doc = json.loads((files("rungbench.causal") / "data" / "next_family_cases.json").read_text())
+    doc = json.loads((files("rungbench.causal") / "data" / "episode_hand_cases.json").read_text())
     stated = [c for c in doc["cases"] if "labels" in c]
     assert len(stated) >= 5 and any("omitted_joint_cause" in c["labels"] for c in stated)
     for c in stated:
-        o = PrivateOracle2.model_validate(doc["oracles"][c["oracle"]])
+        o = EpisodeOracle.model_validate(doc["oracles"][c["oracle"]])
         r = AgentResponse.model_validate({"case_id": o.case_id, "arm": "hand", "claim_text": "",
                                           "t": "2026-10-03T00:00:00Z", **c["response"]})
-        assert sorted(next_failure_labels(o, r, score2(o, r))) == sorted(c["labels"]), c["name"]
+        labels = episode_failure_labels(o, r, score_episode_case(o, r))
+        assert sorted(labels) == sorted(c["labels"]), c["name"]

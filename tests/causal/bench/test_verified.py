@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from rungbench.causal.bench.build import build_split
-from rungbench.causal.bench.verified import BENCH_KIND, bench_next, has_v2, open_bench
+from rungbench.causal.bench.verified import BENCH_KIND, bench_episodes, has_episodes, open_bench
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import file_digest
 from rungbench.evidence.sealed import write_seal
@@ -18,7 +18,7 @@ from rungbench.evidence.sealed import write_seal
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A two-world dev bench with every next-stage family."""
+    """A two-world dev bench with every episode family."""
     out = tmp_path_factory.mktemp("vb") / "bench"
     build_split("dev", 2, 4, out, families="incident,active,revision,provenance,negative")
     return out
@@ -51,10 +51,10 @@ def _edit(path: pathlib.Path, edit: Callable[[list[str]], list[str]]) -> None:
 
 
 def test_reads_cases_and_oracles_one_to_one(bench: pathlib.Path) -> None:
-    """bench_next returns every records/2 case with its oracle record, in case order."""
+    """bench_episodes returns every records/2 case with its oracle record, in case order."""
     verified = open_bench(bench)
-    cases, oracles = bench_next(verified)
-    assert has_v2(verified) and len(cases) == len(oracles) > 20
+    cases, oracles = bench_episodes(verified)
+    assert has_episodes(verified) and len(cases) == len(oracles) > 20
     assert [c.case_id for c in cases] == list(oracles)
     assert {o.version for o in oracles.values()} == {"rungbench.records/2"}
 
@@ -62,7 +62,7 @@ def test_reads_cases_and_oracles_one_to_one(bench: pathlib.Path) -> None:
 def test_plain_bench_has_no_v2(tmp_path: pathlib.Path) -> None:
     """A bench built without --families reads as holding no records/2 cases."""
     build_split("dev", 1, 4, tmp_path / "p")
-    assert bench_next(open_bench(tmp_path / "p")) == ([], {})
+    assert bench_episodes(open_bench(tmp_path / "p")) == ([], {})
 
 
 @pytest.mark.parametrize("name", ["public/cases.v2.jsonl", "private/oracle.v2.jsonl",
@@ -99,7 +99,7 @@ def test_dropped_oracle_record_fails_completeness(bench: pathlib.Path,
     _edit(b / "private" / "oracle.v2.jsonl", lambda lines: lines[1:])
     _reseal(b)
     with pytest.raises(IntegrityError, match="one to one"):
-        bench_next(open_bench(b))
+        bench_episodes(open_bench(b))
 
 
 def test_dropped_case_fails_the_declared_count(bench: pathlib.Path,
@@ -110,7 +110,7 @@ def test_dropped_case_fails_the_declared_count(bench: pathlib.Path,
     _edit(b / "private" / "oracle.v2.jsonl", lambda lines: lines[1:])
     _reseal(b)
     with pytest.raises(IntegrityError, match="do not match records_v2"):
-        bench_next(open_bench(b))
+        bench_episodes(open_bench(b))
 
 
 def test_records_1_version_in_v2_file_is_refused(bench: pathlib.Path,
@@ -126,7 +126,7 @@ def test_records_1_version_in_v2_file_is_refused(bench: pathlib.Path,
     _edit(b / "private" / "oracle.v2.jsonl", relabel)
     _reseal(b)
     with pytest.raises(InputError) as exc:
-        bench_next(open_bench(b))
+        bench_episodes(open_bench(b))
     assert "oracle.v2.jsonl:3" in str(exc.value) and "version" in str(exc.value)
 
 
@@ -142,7 +142,7 @@ def test_unknown_field_in_v2_case_is_refused(bench: pathlib.Path, tmp_path: path
     _edit(b / "public" / "cases.v2.jsonl", add)
     _reseal(b)
     with pytest.raises(InputError, match="PublicCase2"):
-        bench_next(open_bench(b))
+        bench_episodes(open_bench(b))
 
 
 def test_foreign_schema_is_refused(bench: pathlib.Path, tmp_path: pathlib.Path) -> None:
@@ -154,7 +154,7 @@ def test_foreign_schema_is_refused(bench: pathlib.Path, tmp_path: pathlib.Path) 
     path.write_text(json.dumps(doc))
     _reseal(b)
     with pytest.raises(IntegrityError, match="schema differs"):
-        bench_next(open_bench(b))
+        bench_episodes(open_bench(b))
 
 
 def test_undeclared_v2_file_is_refused(bench: pathlib.Path, tmp_path: pathlib.Path) -> None:

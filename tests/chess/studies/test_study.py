@@ -243,3 +243,86 @@ def test_e023_near_strong_hurts_the_diffuse_selector_more(study: tuple[Path, Pat
     # planted: P(rank 1) sharp 0.924 vs 0.999, diffuse 0.438 vs 0.676 (drops 0.075, 0.238)
     assert drop["diffuse"] > drop["sharp"]
     assert drop["diffuse"] > 0.1
+
+
+def _own_preset(tmp_path: Path, name: str = "mine.toml") -> Path:
+    """The small A105 preset as a file of the user's, registered for ``luna`` alone."""
+    from rungbench.chess.studies.preset_copy import for_models
+
+    text = _a105_small_text()
+    path = tmp_path / name
+    path.write_text(for_models(text, ["luna"], source=name), encoding="utf-8")
+    return path
+
+
+def _a105_small_text() -> str:
+    from rungbench.design.registry import bundled_text
+
+    return bundled_text("a105").replace("positions_development = 150",
+                                        "positions_development = 6").replace(
+        "positions_held_out = 150", "positions_held_out = 6")
+
+
+MODELS_FILE = """
+[models.luna]
+model = "vendor/luna-2"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "LUNA_KEY"
+[models.luna.params]
+temperature = 0
+"""
+
+
+def test_a_preset_file_of_ones_own_binds_with_the_agents_its_labels_name(
+        study: tuple[Path, Path], tmp_path: Path) -> None:
+    """A user's preset file binds like a bundled one; with a models file the binding pins
+    each label's spec and the file's digest (no key); the same preset at another path is the
+    same binding; a label the models file lacks is refused naming both files."""
+    from rungbench.agents.models_file import load_models, parse_models
+
+    root, stage = study
+    models_path = tmp_path / "models.toml"
+    models_path.write_text(MODELS_FILE, encoding="utf-8")
+    models = load_models(models_path)
+    bound = st.bind(root, _own_preset(tmp_path), stage, models)
+    binding = load_binding(root, bound["binding"], load_manifest(root / "manifest"))
+    assert binding.document["design"]["origin"] == "file" and not binding.bundled
+    assert binding.agent("luna")["model"] == "vendor/luna-2"  # type: ignore[index]
+    assert bound["models_file"] == models.only(["luna"]).digest()
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    again = st.bind(root, _own_preset(elsewhere), stage, models)  # moved, not renamed
+    assert again["binding"] == bound["binding"]
+    lacking = parse_models(MODELS_FILE.replace("models.luna", "models.other"), source="m2")
+    with pytest.raises(Refusal) as caught:
+        st.bind(root, _own_preset(tmp_path), stage, lacking)
+    reason = caught.value.reasons[0]
+    assert reason.code == "model_unknown" and "mine.toml" in reason.detail
+    assert "m2" in reason.detail and "'luna'" in reason.detail
+
+
+def test_a_run_must_use_the_agent_the_binding_pinned(study: tuple[Path, Path],
+                                                     tmp_path: Path) -> None:
+    """Running a pinned label with other parameters is refused (agent_changed) before any
+    agent starts; a label the preset does not register is refused (model_unknown); the
+    endpoint URL may change."""
+    from rungbench.agents.models_file import parse_models
+    from rungbench.agents.spec import parse_agent
+
+    root, stage = study
+    models = parse_models(MODELS_FILE, source="models.toml")
+    binding = st.bind(root, _own_preset(tmp_path), stage, models)["binding"]
+    auth = _auth(root)
+    changed = parse_agent("openai:vendor/luna-2", label="luna", base_url="http://127.0.0.1:9/v1",
+                          api_key_env="LUNA_KEY", params={"temperature": 0.7})
+    other = parse_agent("openai:m", label="gemini", base_url="http://127.0.0.1:9/v1")
+    for spec, code in ((changed, "agent_changed"), (other, "model_unknown")):
+        with pytest.raises(Refusal) as caught:
+            st.run_spec(root, stage, binding, spec, route="loop-a", authorization=auth)
+        assert caught.value.codes == (code,)
+    moved = models.get("luna")
+    assert st.agent_reasons(load_binding(root, binding, load_manifest(root / "manifest")),
+                            parse_agent("openai:vendor/luna-2", label="luna",
+                                        base_url="http://10.0.0.1:8000/v1",
+                                        api_key_env="LUNA_KEY",
+                                        params=dict(moved.params))) == []

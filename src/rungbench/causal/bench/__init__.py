@@ -5,10 +5,10 @@ JSON Schema), ``skins`` renders them, ``splits`` keeps families apart, ``build``
 bench and ``leaks`` scans it; ``requests`` serves cases to agents through the runner;
 ``scorer`` is the first scorer, ``taxonomy`` labels failures, ``evaluate``, ``audit`` and
 ``report`` summarize, ``reference_agents`` are the calibrating agents, ``verified`` is the
-one verified reader of sealed benches and runs. Next-stage families (records/2, in the
+one verified reader of sealed benches and runs. Episode families (records/2, in the
 sealed build with ``--families``): ``incidents`` (root-cause debugging, active
 experiments, interaction worlds), ``revision``, ``provenance`` (source dependence and
-negative evidence), rendered by ``next_families``, written by ``next_build``, scored by
-``next_scorer``, compared by ``protocols`` (P2). May import
+negative evidence), rendered by ``episode_items``, written by ``episode_build``, scored by
+``episode_scorer``, compared by ``protocols`` (P2). May import
 ``causal.scm`` and the lower layers; never ``causal.checks``.
 """

@@ -29,7 +29,7 @@ import numpy as np
 
 from rungbench.causal.bench.verified import (
     CASES,
-    CASES_2,
+    EPISODE_CASES,
     ORACLE,
     WORLDS,
     open_bench,
@@ -279,9 +279,9 @@ def audit_bench(bench: pathlib.Path, run: pathlib.Path | None = None) -> dict[st
     }
     if rows is not None:
         out["skin_behaviour"] = skin_behaviour_audit(rows)
-    if CASES_2 in verified.digests:
-        cases2 = verified.jsonl(CASES_2)
-        out["listing_order_v2"] = public_listing_share(cases2)
-        out["skin_structure_v2"] = skin_structure_audit(cases2)
+    if EPISODE_CASES in verified.digests:
+        episode_cases = verified.jsonl(EPISODE_CASES)
+        out["listing_order_v2"] = public_listing_share(episode_cases)
+        out["skin_structure_v2"] = skin_structure_audit(episode_cases)
     out["pass"] = all(v.get("pass", True) for v in out.values() if isinstance(v, dict))
     return out

@@ -8,8 +8,8 @@ Layout written by :func:`build_split` (seed 003 "Splits and contamination")::
     OUT/private/   (mode 0700)   oracle.jsonl, worlds.jsonl, manifest.json (seeds)
     OUT/SEAL.json                every file above with its sha256 (evidence.sealed)
 
-With ``families`` (``--families``), the next-stage families are added as records/2
-files beside these (``next_build``); without it the directory is byte for byte what
+With ``families`` (``--families``), the episode families are added as records/2
+files beside these (``episode_build``); without it the directory is byte for byte what
 it always was.
 
 Every item is rendered twice over the same structure: under a domain skin and
@@ -405,7 +405,7 @@ def build_split(
     """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary.
 
     ``families`` (comma-separated ``incident,active,revision,provenance,negative``) adds
-    those next-stage families as records/2 files (:mod:`next_build`), ``n_worlds`` worlds
+    those episode families as records/2 files (:mod:`episode_build`), ``n_worlds`` worlds
     of them drawn from the split's own seed stream.
 
     The bench is written into a hidden temporary sibling, leak-scanned, sealed and
@@ -418,20 +418,21 @@ def build_split(
         raise Refusal([Reason("bad_request", f"unknown split {split!r}; known: "
                               f"{', '.join(STRUCTURES)}", subject="--split")],
                       gate="causal build")
-    nxt = None
+    episodes = None
     if families is not None:
-        # Imported here: next_build renders through next_families, which imports this module.
-        from rungbench.causal.bench.next_build import build_next, parse_families
+        # Imported here: episode_build renders through episode_items, which imports this
+        # module.
+        from rungbench.causal.bench.episode_build import build_episodes, parse_families
 
         chosen = parse_families(families)
     ensure_absent(out, force=force, what="causal bench")
     built = build_worlds(split, n_worlds, seed, progress)
     if families is not None:
-        nxt = build_next(split, n_worlds, seed, chosen)
+        episodes = build_episodes(split, n_worlds, seed, chosen)
     with publish_dir(out, kind=BENCH_KIND, force=force) as temp:
         manifest = write_bench(temp, split, seed, built)
-        if nxt is not None:
-            manifest = nxt.write(temp, manifest)
+        if episodes is not None:
+            manifest = episodes.write(temp, manifest)
         report = scan_bench(temp)
         if not report.ok:
             raise Refusal([Reason("leak", f.detail, subject=f.where)

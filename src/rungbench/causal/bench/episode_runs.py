@@ -30,6 +30,7 @@ import numpy as np
 from rungbench.agents.outcomes import Outcome
 from rungbench.agents.protocol import Agent
 from rungbench.agents.spec import AgentSpec
+from rungbench.causal.bench.episode_scorer import score_episode_case
 from rungbench.causal.bench.episode_tools import (
     ANSWER,
     DEFAULT_EXPERIMENT_BUDGET,
@@ -44,11 +45,10 @@ from rungbench.causal.bench.episode_tools import (
     is_incident,
 )
 from rungbench.causal.bench.incidents import ACT_NOW
-from rungbench.causal.bench.next_scorer import score2
-from rungbench.causal.bench.records import AgentResponse, PrivateOracle2, PublicCase2
+from rungbench.causal.bench.records import AgentResponse, EpisodeCase, EpisodeOracle
 from rungbench.causal.bench.requests import validate_causal_answer
-from rungbench.causal.bench.taxonomy import next_failure_labels
-from rungbench.causal.bench.verified import CASES_2, bench_next, open_bench
+from rungbench.causal.bench.taxonomy import episode_failure_labels
+from rungbench.causal.bench.verified import EPISODE_CASES, bench_episodes, open_bench
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.store import ObjectStore
 from rungbench.execute.events import read_events
@@ -66,8 +66,8 @@ from rungbench.execute.tools import TOOL_CALL
 from rungbench.stats.paired import paired_cluster_bootstrap
 
 
-def delivered_oracle(case: PublicCase2, sealed: PrivateOracle2,
-                     observed: Mapping[str, int]) -> PrivateOracle2:
+def delivered_oracle(case: EpisodeCase, sealed: EpisodeOracle,
+                     observed: Mapping[str, int]) -> EpisodeOracle:
     """The oracle record of ``case`` recomputed for the telemetry ``observed`` in the episode.
 
     Posterior items carry their evidence in the question, so their record is unchanged.
@@ -113,9 +113,9 @@ def _calls_of_final(run_dir: Path) -> dict[str, tuple[dict[str, Any], list[dict[
             for c in finals}
 
 
-def _stage_row(case: PublicCase2, sealed: PrivateOracle2, observed: Mapping[str, int],
+def _stage_row(case: EpisodeCase, sealed: EpisodeOracle, observed: Mapping[str, int],
                answer: Mapping[str, Any] | None, evidence: Mapping[str, Any], arm: str,
-               outcome: str) -> tuple[dict[str, Any], PrivateOracle2, str]:
+               outcome: str) -> tuple[dict[str, Any], EpisodeOracle, str]:
     o = delivered_oracle(case, sealed, observed)
     row: dict[str, Any] = {"case_id": case.case_id, "world_id": case.world_id,
                            "episode_id": case.episode_id, "family": case.family,
@@ -129,9 +129,9 @@ def _stage_row(case: PublicCase2, sealed: PrivateOracle2, observed: Mapping[str,
         failure = {"case_id": case.case_id, "arm": arm, "run_outcome": outcome}
         return row, o, json.dumps(failure, sort_keys=True)
     r = AgentResponse(case_id=case.case_id, arm=arm, **answer)
-    v = score2(o, r)
+    v = score_episode_case(o, r)
     row.update({"verdict": v.model_dump(mode="json"),
-                "labels": next_failure_labels(o, r, v),
+                "labels": episode_failure_labels(o, r, v),
                 "named": r.label if r.status == "answer" else None})
     if o.expected_loss is not None and r.action is not None and r.action in o.expected_loss \
             and sealed.experiment_loss:
@@ -140,7 +140,7 @@ def _stage_row(case: PublicCase2, sealed: PrivateOracle2, observed: Mapping[str,
     return row, o, json.dumps(r.model_dump(mode="json"), sort_keys=True)
 
 
-def score_episode_run(run_dir: Path, oracles: Mapping[str, PrivateOracle2]
+def score_episode_run(run_dir: Path, oracles: Mapping[str, EpisodeOracle]
                       ) -> list[dict[str, Any]]:
     """One row per stage case of every cell with a final, scored on its delivered evidence.
 
@@ -150,15 +150,15 @@ def score_episode_run(run_dir: Path, oracles: Mapping[str, PrivateOracle2]
     return [row for row, _, _ in episode_records(run_dir, oracles)]
 
 
-def episode_records(run_dir: Path, oracles: Mapping[str, PrivateOracle2]
-                    ) -> list[tuple[dict[str, Any], PrivateOracle2, str]]:
+def episode_records(run_dir: Path, oracles: Mapping[str, EpisodeOracle]
+                    ) -> list[tuple[dict[str, Any], EpisodeOracle, str]]:
     """Per stage case: its scored row, its oracle record for the delivered evidence, and its
     response line (an agent_response, or a failure line the scorer marks invalid)."""
     manifest, schedule = load_run(run_dir)
     arm = str(manifest["agent"].get("name"))
     store = ObjectStore(run_dir)
     decided = _calls_of_final(run_dir)
-    rows: list[tuple[dict[str, Any], PrivateOracle2, str]] = []
+    rows: list[tuple[dict[str, Any], EpisodeOracle, str]] = []
     for cell in schedule:
         if cell.cell_id not in decided:
             continue
@@ -213,7 +213,7 @@ def publish_episode_scores(bench_dir: Path, run_dir: Path) -> dict[str, Any] | N
         loaded: dict[str, Any] = json.loads((target / SUMMARY).read_text("utf-8"))
         return loaded
     bench = open_bench(bench_dir)
-    _, oracles = bench_next(bench)
+    _, oracles = bench_episodes(bench)
     records = episode_records(run_dir, oracles)
     _, schedule = load_run(run_dir)
     cases = sum(len(episode_cases(c.request)[0]) for c in schedule)
@@ -298,7 +298,7 @@ def bench_episode_schedule(bench_dir: Path, *, worlds: int | None = None,
                            experiment_budget: float | None = None) -> Schedule:
     """The episode schedule over the records/2 cases of a verified bench."""
     bench = open_bench(bench_dir)
-    cases, _ = bench_next(bench)
+    cases, _ = bench_episodes(bench)
     if not cases:
         raise InputError("the bench holds no records/2 cases (build it with --families)",
                          path=str(bench_dir))
@@ -308,7 +308,7 @@ def bench_episode_schedule(bench_dir: Path, *, worlds: int | None = None,
     if not chosen:
         raise InputError(f"no records/2 case of families {sorted(families or [])}",
                          path=str(bench_dir))
-    source = {"bench": bench_dir.name, "cases_v2": bench.digests[CASES_2],
+    source = {"bench": bench_dir.name, "cases_v2": bench.digests[EPISODE_CASES],
               "worlds": len(ids), "families": sorted(families) if families else None}
     budget = DEFAULT_EXPERIMENT_BUDGET if experiment_budget is None else experiment_budget
     return episode_schedule(bench_dir.name, chosen, source, experiment_budget=budget)
@@ -322,7 +322,7 @@ def run_episodes(bench_dir: Path, out: Path, agent: Agent, *, resume: Path | Non
                  ) -> tuple[Path, RunSummary, list[dict[str, Any]]]:
     """Create (or resume) an episode run of ``agent`` on a bench; return it scored."""
     bench = open_bench(bench_dir)
-    _, oracles = bench_next(bench)
+    _, oracles = bench_episodes(bench)
     if resume is None:
         schedule = bench_episode_schedule(bench_dir, worlds=worlds, families=families,
                                           experiment_budget=experiment_budget)

@@ -1,10 +1,11 @@
 """Records/2 cases as tool-use episodes: ``logs``, ``metrics``, ``run_experiment``, stages.
 
-Issue 19 item 1: the agent gets the incident's telemetry only through tools and may run
-budgeted experiments from the case's menu. An *episode* is one runner cell
+The agent gets the incident's telemetry only through tools and may run budgeted
+experiments from the case's menu (docs/CONTRACTS.md §13b). An *episode* is one runner cell
 (:mod:`rungbench.execute.tools`): a single records/2 case, or every stage of one
-sequential-revision episode in stage order (item 3: state kept within the episode, reset
-between episodes — the runner builds a fresh :class:`EpisodeEnvironment` per attempt).
+sequential-revision episode in stage order (seed 003 "Rules": "keep state within a
+multi-stage episode"; state is reset between episodes — the runner builds a fresh
+:class:`EpisodeEnvironment` per attempt).
 
 The prompt shows the public case *without* its telemetry block; the tools return it:
 
@@ -38,7 +39,7 @@ from pydantic import ValidationError
 
 from rungbench.agents.protocol import Message, Request
 from rungbench.causal.bench.incidents import JOINT_SEP, OUTAGE, Diagnosis, IncidentWorld
-from rungbench.causal.bench.records import AgentResponse, PrivateOracle2, PublicCase2
+from rungbench.causal.bench.records import AgentResponse, EpisodeCase, EpisodeOracle
 from rungbench.causal.bench.requests import SUBMIT_ANSWER_TOOL, validate_causal_answer
 from rungbench.causal.scm import oracle
 from rungbench.causal.scm.world import Query, World
@@ -87,7 +88,7 @@ EPISODE_SYSTEM = (
 """System prompt of every episode cell."""
 
 
-def stage_view(case: PublicCase2) -> dict[str, Any]:
+def stage_view(case: EpisodeCase) -> dict[str, Any]:
     """The public case as the prompt shows it: everything but the telemetry block."""
     doc = case.model_dump(mode="json")
     payload = dict(doc["evidence"]["payload"])
@@ -105,14 +106,14 @@ VIEW_MARK = "Case (JSON):\n"
 """Line that introduces a stage's public view in a prompt or a stage release."""
 
 
-def render_stage(case: PublicCase2, budget: float, spent: float) -> str:
+def render_stage(case: EpisodeCase, budget: float, spent: float) -> str:
     """The text releasing one stage: its question, the budget left, its public view."""
     return (f"Stage {case.stage}. {case.question}\nExperiment budget left: "
             f"{budget - spent:g} of {budget:g}.\nAnswer format: {case.answer_format}\n"
             f"{VIEW_MARK}{json.dumps(stage_view(case), sort_keys=True)}")
 
 
-def tools_for(cases: Sequence[PublicCase2]) -> tuple[dict[str, Any], ...]:
+def tools_for(cases: Sequence[EpisodeCase]) -> tuple[dict[str, Any], ...]:
     """Tool schemas an episode offers (telemetry and experiments only where a case allows)."""
     allowed = {t for c in cases for t in c.allowed_tools}
     out = [t for name, t in (("logs", LOGS_TOOL), ("metrics", METRICS_TOOL)) if name in allowed]
@@ -121,7 +122,7 @@ def tools_for(cases: Sequence[PublicCase2]) -> tuple[dict[str, Any], ...]:
     return (*out, SUBMIT_ANSWER_TOOL)
 
 
-def episode_request(cell_id: str, cases: Sequence[PublicCase2], *,
+def episode_request(cell_id: str, cases: Sequence[EpisodeCase], *,
                     experiment_budget: float = DEFAULT_EXPERIMENT_BUDGET,
                     budget: Budget | None = None) -> Request:
     """One episode cell: stage 1 in the prompt, later stages released by the answer tool."""
@@ -139,17 +140,17 @@ def episode_request(cell_id: str, cases: Sequence[PublicCase2], *,
                               "experiment_budget": experiment_budget}})
 
 
-def episode_groups(cases: Sequence[PublicCase2]) -> list[tuple[str, list[PublicCase2]]]:
+def episode_groups(cases: Sequence[EpisodeCase]) -> list[tuple[str, list[EpisodeCase]]]:
     """(cell id, stage cases): a revision episode is one cell (id = its episode id, stages
     in order); every other case is a cell of its own (id = its case id)."""
-    groups: dict[str, list[PublicCase2]] = {}
+    groups: dict[str, list[EpisodeCase]] = {}
     for c in cases:
         key = c.episode_id if c.family == "sequential_revision" else c.case_id
         groups.setdefault(key, []).append(c)
     return [(k, sorted(v, key=lambda c: c.stage)) for k, v in groups.items()]
 
 
-def episode_schedule(name: str, cases: Sequence[PublicCase2], source: dict[str, Any], *,
+def episode_schedule(name: str, cases: Sequence[EpisodeCase], source: dict[str, Any], *,
                      experiment_budget: float = DEFAULT_EXPERIMENT_BUDGET) -> Schedule:
     """One cell per episode of ``cases`` (see :func:`episode_groups`)."""
     requests = [episode_request(k, g, experiment_budget=experiment_budget)
@@ -158,14 +159,14 @@ def episode_schedule(name: str, cases: Sequence[PublicCase2], source: dict[str, 
                        {**source, "experiment_budget": experiment_budget})
 
 
-def episode_cases(request: Request) -> tuple[list[PublicCase2], float]:
+def episode_cases(request: Request) -> tuple[list[EpisodeCase], float]:
     """The stage cases and experiment budget a frozen episode request carries."""
     raw = request.metadata.get("episode")
     if not isinstance(raw, dict) or not isinstance(raw.get("cases"), list):
         raise InputError(f"cell {request.case_id!r} carries no episode",
                          field="metadata.episode")
     try:
-        cases = [PublicCase2.model_validate(c) for c in raw["cases"]]
+        cases = [EpisodeCase.model_validate(c) for c in raw["cases"]]
         budget = float(raw["experiment_budget"])
     except (ValidationError, KeyError, TypeError, ValueError) as exc:
         raise InputError(f"cell {request.case_id!r}: bad episode ({exc})",
@@ -229,7 +230,7 @@ def diagnosis_of(view: Mapping[str, Any], observed: Mapping[str, int]) -> Diagno
     return Diagnosis(iw, evidence)
 
 
-def is_incident(case: PublicCase2) -> bool:
+def is_incident(case: EpisodeCase) -> bool:
     """Whether ``case`` is a telemetry (incident) case."""
     return case.evidence.kind == "telemetry"
 
@@ -278,7 +279,7 @@ class EpisodeEnvironment:
                 self._delivered.update({str(k): int(v) for k, v in values.items()})
 
     @property
-    def case(self) -> PublicCase2:
+    def case(self) -> EpisodeCase:
         """The current stage's public case."""
         return self.cases[self.state.stage]
 
@@ -354,7 +355,7 @@ class EpisodeEnvironment:
         self.state = EpisodeState()
 
 
-def episode_toolbox(oracles: Mapping[str, PrivateOracle2]) -> ToolboxFactory:
+def episode_toolbox(oracles: Mapping[str, EpisodeOracle]) -> ToolboxFactory:
     """The runner's toolbox factory for episode cells over a bench's private oracle records.
 
     Only each case's true hypothesis is taken from the oracle (the environment samples

@@ -11,9 +11,10 @@ renamed into place complete, refused ``exists`` without ``force``)::
     RUN/SEAL.json
 
 The bench is read only through :func:`rungbench.causal.bench.verified.open_bench`; its
-next-stage cases (records/2, built with ``--families``) through ``verified.bench_next``,
-scored by ``next_scorer`` and labelled by ``taxonomy.next_failure_labels`` in the same
-run (one response file answers both record versions; the denominator is every case).
+episode-family cases (records/2, built with ``--families``) through
+``verified.bench_episodes``, scored by ``episode_scorer`` and labelled by
+``taxonomy.episode_failure_labels`` in the same run (one response file answers both record
+versions; the denominator is every case).
 Per case, the first response line naming it is its answer; a repeated case id is an
 invalid line; a file mostly naming case ids of another bench is refused
 (``foreign_cases``); cases no line names are missing, and stay in every denominator.
@@ -33,22 +34,22 @@ from types import ModuleType
 from typing import Any
 
 from rungbench.causal.bench import scorer as scorer_module
-from rungbench.causal.bench.next_scorer import score2
+from rungbench.causal.bench.episode_scorer import score_episode_case
 from rungbench.causal.bench.records import (
     BENCH_VERSION,
+    EPISODE_OUTCOMES,
     OUTCOMES,
-    OUTCOMES_2,
     AgentResponse,
+    EpisodeCase,
+    EpisodeOracle,
+    EpisodeVerdict,
     PrivateOracle,
-    PrivateOracle2,
     PublicCase,
-    PublicCase2,
     RunManifest,
     Verdict,
-    Verdict2,
 )
 from rungbench.causal.bench.reference_agents import (
-    NEXT_SIGNATURES,
+    EPISODE_SIGNATURES,
     SIGNATURES,
     CaseAgent,
     ReferenceAgent,
@@ -56,7 +57,7 @@ from rungbench.causal.bench.reference_agents import (
 )
 from rungbench.causal.bench.revision import pooled_revision_metrics
 from rungbench.causal.bench.scorer import ScoredLine, score, score_lines
-from rungbench.causal.bench.taxonomy import failure_labels, next_failure_labels
+from rungbench.causal.bench.taxonomy import episode_failure_labels, failure_labels
 from rungbench.causal.bench.verified import (
     PUBLIC_MANIFEST,
     RESPONSES,
@@ -67,7 +68,7 @@ from rungbench.causal.bench.verified import (
     VERDICTS,
     SealedDir,
     bench_cases,
-    bench_next,
+    bench_episodes,
     bench_oracles,
     hide_seal,
     open_bench,
@@ -91,21 +92,21 @@ def respond_all(
     return lines
 
 
-AnyOracle = PrivateOracle | PrivateOracle2
+AnyOracle = PrivateOracle | EpisodeOracle
 """An oracle record of either version."""
 
 
-def _labels(o: AnyOracle, r: AgentResponse | None, v: Verdict | Verdict2) -> list[str]:
-    if isinstance(o, PrivateOracle2):
-        v2 = v if isinstance(v, Verdict2) else Verdict2.model_validate(v.model_dump())
-        return next_failure_labels(o, r, v2)
+def _labels(o: AnyOracle, r: AgentResponse | None, v: Verdict | EpisodeVerdict) -> list[str]:
+    if isinstance(o, EpisodeOracle):
+        ev = v if isinstance(v, EpisodeVerdict) else EpisodeVerdict.model_validate(v.model_dump())
+        return episode_failure_labels(o, r, ev)
     assert isinstance(v, Verdict)
     return failure_labels(o, r, v)
 
 
-def grade_any(o: AnyOracle, r: AgentResponse) -> Verdict | Verdict2:
+def grade_any(o: AnyOracle, r: AgentResponse) -> Verdict | EpisodeVerdict:
     """Score ``r`` with the scorer of its oracle record's version."""
-    return score2(o, r) if isinstance(o, PrivateOracle2) else score(o, r)
+    return score_episode_case(o, r) if isinstance(o, EpisodeOracle) else score(o, r)
 
 
 def verdict_row(s: ScoredLine, o: AnyOracle) -> dict[str, Any]:
@@ -118,7 +119,7 @@ def verdict_row(s: ScoredLine, o: AnyOracle) -> dict[str, Any]:
         **case_keys(o),
         "confidence": s.response.confidence if s.response else None,
     }
-    if isinstance(o, PrivateOracle2):
+    if isinstance(o, EpisodeOracle):
         r = s.response
         row["named"] = r.label if r is not None and r.status == "answer" else None
     return row
@@ -126,11 +127,11 @@ def verdict_row(s: ScoredLine, o: AnyOracle) -> dict[str, Any]:
 
 def missing_row(o: AnyOracle) -> dict[str, Any]:
     """The private row of a bench case no response line names (not right; no outcome cell)."""
-    kind = Verdict2 if isinstance(o, PrivateOracle2) else Verdict
+    kind = EpisodeVerdict if isinstance(o, EpisodeOracle) else Verdict
     verdict = kind(case_id=o.case_id, outcome="invalid", error="no response")
     row = {"line": None, "missing": True, "verdict": verdict.model_dump(mode="json"),
            "labels": [], **case_keys(o), "confidence": None}
-    if isinstance(o, PrivateOracle2):
+    if isinstance(o, EpisodeOracle):
         row["named"] = None
     return row
 
@@ -143,7 +144,7 @@ def case_keys(o: AnyOracle) -> dict[str, Any]:
     keys: dict[str, Any] = {
         "world_id": o.world_id, "family": o.family, "rung": o.rung, "item_type": o.item_type,
         "identifiable": o.identifiable, "skin": o.skin}
-    if isinstance(o, PrivateOracle2):
+    if isinstance(o, EpisodeOracle):
         keys.update({"version": o.version, "episode_id": o.episode_id, "stage": o.stage,
                      "identified_set": o.identified_set})
     return keys
@@ -190,8 +191,8 @@ def score_cases(
     invalid: list[ScoredLine] = []
     named = foreign_lines = 0
     foreign: dict[str, None] = {}
-    v2 = any(isinstance(o, PrivateOracle2) for o in oracles.values())
-    scored = score_lines(lines, oracles, path, grade_any if v2 else None)
+    any_episode = any(isinstance(o, EpisodeOracle) for o in oracles.values())
+    scored = score_lines(lines, oracles, path, grade_any if any_episode else None)
     for s in scored:
         cid = s.verdict.case_id
         is_named = not cid.startswith("<line ")
@@ -243,19 +244,20 @@ def summarise(rows: list[dict[str, Any]], agent: str) -> dict[str, Any]:
     outcomes = Counter(r["verdict"]["outcome"] for r in given)
     failed = [r for r in given if r["labels"]]
     labels = Counter(label for r in failed for label in r["labels"])
-    v2 = [r for r in rows if r.get("version") is not None]
+    episode_rows = [r for r in rows if r.get("version") is not None]
     out: dict[str, Any] = {
         "agent": agent,
         "n": len(rows),
-        "outcomes": {k: outcomes.get(k, 0) for k in (OUTCOMES_2 if v2 else OUTCOMES)},
+        "outcomes": {k: outcomes.get(k, 0)
+                     for k in (EPISODE_OUTCOMES if episode_rows else OUTCOMES)},
         "missing": len(rows) - len(given),
         "failed": len(failed),
         "labels": dict(sorted(labels.items())),
     }
-    if v2:
-        out["next_stage"] = next_stage_summary(v2)
+    if episode_rows:
+        out["next_stage"] = episode_summary(episode_rows)
     name = agent.partition(":")[2]
-    signatures = {**SIGNATURES, **NEXT_SIGNATURES} if v2 else SIGNATURES
+    signatures = {**SIGNATURES, **EPISODE_SIGNATURES} if episode_rows else SIGNATURES
     if name in signatures:
         sig = signatures[name]
         hits = sum(1 for r in failed if sig in r["labels"])
@@ -272,7 +274,7 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def next_stage_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def episode_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Aggregates of the records/2 rows: outcomes, mean regrets and revision rates per family.
 
     Regrets are means over the cases whose response named an action or experiment
@@ -287,7 +289,7 @@ def next_stage_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         given = [r for r in rs if not r.get("missing")]
         oc = Counter(r["verdict"]["outcome"] for r in given)
         block: dict[str, Any] = {"n": len(rs), "missing": len(rs) - len(given),
-                                 "outcomes": {k: oc[k] for k in OUTCOMES_2 if oc[k]}}
+                                 "outcomes": {k: oc[k] for k in EPISODE_OUTCOMES if oc[k]}}
         for metric in ("decision_regret", "info_regret", "experiment_regret"):
             xs = [float(r["verdict"][metric]) for r in given
                   if r["verdict"].get(metric) is not None]
@@ -470,23 +472,23 @@ def evaluate(
     ensure_absent(run, force=force, what="causal run")
     verified = open_bench(bench)
     oracles = bench_oracles(verified)
-    cases2, oracles2 = bench_next(verified)
-    agent = reference_agent(agent_spec, oracles, oracles2)
+    episode_cases, episode_oracles = bench_episodes(verified)
+    agent = reference_agent(agent_spec, oracles, episode_oracles)
     lines = respond_all(agent, bench_cases(verified), progress)
-    lines += respond_next(agent, cases2)
+    lines += respond_episodes(agent, episode_cases)
     data = "".join(line + "\n" for line in lines).encode()
-    merged: dict[str, AnyOracle] = {**oracles, **oracles2}
+    merged: dict[str, AnyOracle] = {**oracles, **episode_oracles}
     return publish_scored(verified, merged, data, run, agent_spec, force=force)
 
 
-def respond_next(agent: ReferenceAgent, cases: list[PublicCase2]) -> list[str]:
+def respond_episodes(agent: ReferenceAgent, cases: list[EpisodeCase]) -> list[str]:
     """Ask ``agent`` every records/2 case in order; return the response JSONL lines."""
-    return [canonical_bytes(agent.answer_next(c).model_dump(mode="json")).decode()
+    return [canonical_bytes(agent.answer_episode(c).model_dump(mode="json")).decode()
             for c in cases]
 
 
 def all_oracles(bench: SealedDir) -> dict[str, AnyOracle]:
     """Every oracle record of a verified bench: records/1, then records/2 (checked)."""
     merged: dict[str, AnyOracle] = dict(bench_oracles(bench))
-    merged.update(bench_next(bench)[1])
+    merged.update(bench_episodes(bench)[1])
     return merged

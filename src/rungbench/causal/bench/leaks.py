@@ -13,7 +13,7 @@ checks every public file for
   they legitimately carry mechanism and joint probabilities, from which some
   answers are meant to be computed.
 
-A bench with the next-stage families (records/2, ``next_build``) adds its private
+A bench with the episode families (records/2, ``episode_build``) adds its private
 side to the secrets: the seeds in ``worlds.v2.jsonl``, and from ``oracle.v2.jsonl``
 the scm_hash, the posterior values, the confused twins' values (``alt_values``) and
 the information and decision values of every menu entry; the keys only records/2
@@ -36,7 +36,7 @@ PRIVATE_KEYS: frozenset[str] = frozenset({
     "rung2_population", "resampled", "true_edges", "cpdag", "factual_episode",
     "expected_loss", "eig_bits", "identified_set", "identifiable", "estimand", "structure",
     "bounds", "tol",
-    # records/2 (next-stage families); ``hypotheses`` is public (the hypothesis set).
+    # records/2 (episode families); ``hypotheses`` is public (the hypothesis set).
     "true_cause", "descendants", "experiment_loss", "discriminating", "alt_values",
     "alt_causes", "previous_set",
 })
@@ -107,12 +107,12 @@ def load_secrets(private: pathlib.Path) -> Secrets:
         strings.update(str(o[k]) for k in ("scm_hash", "witness_hash") if o.get(k))
         nums = [o.get("value"), *(o.get("bounds") or []), *(o.get("confusions") or {}).values()]
         values.update(float(v) for v in nums if v is not None and 0.0 < float(v) < 1.0)
-    _add_v2_secrets(private, strings, values)
+    _add_episode_secrets(private, strings, values)
     strings = {s for s in strings if len(s) >= 6}
     return Secrets(frozenset(strings), tuple(sorted(values)))
 
 
-def _add_v2_secrets(private: pathlib.Path, strings: set[str], values: set[float]) -> None:
+def _add_episode_secrets(private: pathlib.Path, strings: set[str], values: set[float]) -> None:
     """Add the records/2 private side (when the bench has one) to ``strings`` and ``values``."""
     worlds, oracles = private / "worlds.v2.jsonl", private / "oracle.v2.jsonl"
     if worlds.exists():

@@ -343,19 +343,23 @@ def write_schemas(directory: pathlib.Path) -> list[pathlib.Path]:
 
 
 # ---------------------------------------------------------------- records/2
-# Next-stage families (issue 19): incident diagnosis, active experiments, sequential
-# revision, provenance, negative evidence. Their records are version 2; the built
-# families keep writing version 1 byte for byte, so a bench without the new families
-# is unchanged (the v1 models and SCHEMA_MODELS above are untouched).
+# The episode families, the rows seed 003 "Task families and generator coverage" marks
+# "next stage": incident diagnosis, active experiments, sequential revision, provenance,
+# negative evidence. Their cases belong to episodes (``episode_id``; a revision episode
+# has several stages). Their records are version 2; the built families keep writing
+# version 1 byte for byte, so a bench without the episode families is unchanged (the v1
+# models and SCHEMA_MODELS above are untouched). What the schema files publish is part of
+# the format: a model's class docstring is its JSON Schema ``description``, and its
+# ``title`` (``PublicCase2`` …, set in its config) names it there and in validation errors.
 
-RECORDS_VERSION_2 = "rungbench.records/2"
-"""Version of the records of the next-stage families (extends ``rungbench.records/1``)."""
+EPISODE_RECORDS_VERSION = "rungbench.records/2"
+"""Version of the records of the episode families (extends ``rungbench.records/1``)."""
 
-ItemType2 = Literal[
+EpisodeItemType = Literal[
     "exact", "identification", "discovery", "cf_no_mechanism",
     "diagnosis", "experiment", "posterior",
 ]
-Outcome2 = Literal[
+EpisodeOutcome = Literal[
     "correct",
     "wrong",
     "false_non_id",
@@ -367,21 +371,25 @@ Outcome2 = Literal[
     "consistent_unjustified",
     "justified_abstain",
 ]
-OUTCOMES_2: tuple[str, ...] = get_args(Outcome2)
+EPISODE_OUTCOMES: tuple[str, ...] = get_args(EpisodeOutcome)
 """Every outcome cell of records/2, in report order (v1 cells, then the diagnosis cells)."""
 
-NEXT_FAMILIES: tuple[str, ...] = (
+EPISODE_FAMILIES: tuple[str, ...] = (
     "root_cause_debugging",
     "active_experiments",
     "sequential_revision",
     "provenance_source_dependence",
     "negative_evidence",
 )
-"""The families seed 003 marks "next stage", built by issue 19."""
+"""The episode families: the rows seed 003 "Task families and generator coverage" marks
+"next stage"."""
 
 
-class Evidence2(_Record):
+class EpisodeEvidence(_Record):
     """Evidence block of a records/2 case (adds ``telemetry``: tool outputs + mechanism)."""
+
+    model_config = ConfigDict(title="Evidence2")
+    """Published name: JSON Schema ``title`` and the name validation errors give."""
 
     kind: Literal["mechanism", "joint", "graph_joint", "samples", "telemetry"]
     """What is shown; ``telemetry`` is the mechanism plus the logs/metrics tool outputs."""
@@ -389,10 +397,13 @@ class Evidence2(_Record):
     """The evidence itself."""
 
 
-class PublicCase2(_Record):
+class EpisodeCase(_Record):
     """What an agent sees for one next-stage item (``public_case``, records/2)."""
 
-    version: str = RECORDS_VERSION_2
+    model_config = ConfigDict(title="PublicCase2")
+    """Published name: JSON Schema ``title`` and the name validation errors give."""
+
+    version: str = EPISODE_RECORDS_VERSION
     """Record version."""
     case_id: str
     """Opaque case identifier."""
@@ -403,8 +414,8 @@ class PublicCase2(_Record):
     bench_version: str = BENCH_VERSION
     """Generator version."""
     family: str
-    """Task family (one of :data:`NEXT_FAMILIES`)."""
-    item_type: ItemType2
+    """Task family (one of :data:`EPISODE_FAMILIES`)."""
+    item_type: EpisodeItemType
     """Item type."""
     rung: Literal["observation", "intervention", "counterfactual"]
     """Ladder rung of the question."""
@@ -416,7 +427,7 @@ class PublicCase2(_Record):
     """The question text."""
     query: dict[str, Any] | None
     """The question as structured data (skinned names), or None."""
-    evidence: Evidence2
+    evidence: EpisodeEvidence
     """The evidence delivered at this stage (cumulative within the episode)."""
     assumptions: list[str]
     """Assumptions the agent may rely on."""
@@ -428,14 +439,17 @@ class PublicCase2(_Record):
     """Which response fields are read."""
 
 
-class PrivateOracle2(_Record):
+class EpisodeOracle(_Record):
     """What only the scorer sees for one next-stage item (``private_oracle``, records/2).
 
     The v1 fields keep their meaning; ``identified_set`` is now used, and the fields
     after it are new.
     """
 
-    version: str = RECORDS_VERSION_2
+    model_config = ConfigDict(title="PrivateOracle2")
+    """Published name: JSON Schema ``title`` and the name validation errors give."""
+
+    version: str = EPISODE_RECORDS_VERSION
     """Record version."""
     case_id: str
     """Joins to public_case and agent_response."""
@@ -451,7 +465,7 @@ class PrivateOracle2(_Record):
     """``incident``, ``provenance`` or ``negative_evidence``."""
     skin: str
     """Domain skin of the public case."""
-    item_type: ItemType2
+    item_type: EpisodeItemType
     """``diagnosis`` (name a cause / repair), ``experiment`` (choose a probe), ``posterior``."""
     rung: Literal[1, 2, 3]
     """Ladder rung."""
@@ -493,12 +507,15 @@ class PrivateOracle2(_Record):
     """Case id of the nonsense-skin twin."""
 
 
-class Verdict2(_Record):
+class EpisodeVerdict(_Record):
     """What a scorer returns per records/2 response (CONTRACTS §3 extended)."""
+
+    model_config = ConfigDict(title="Verdict2")
+    """Published name: JSON Schema ``title`` and the name validation errors give."""
 
     case_id: str
     """Case scored."""
-    outcome: Outcome2
+    outcome: EpisodeOutcome
     """The outcome cell."""
     abs_error: float | None = None
     """|value − ref| for posterior items."""
@@ -511,25 +528,53 @@ class Verdict2(_Record):
     experiment_regret: float | None = None
     """experiment_loss(x) − min experiment_loss for a named experiment (decision value)."""
     structure: StructureScore | None = None
-    """Unused by the next-stage families (kept null for a shared verdict shape)."""
+    """Unused by the episode families (kept null for a shared verdict shape)."""
     error: str | None = None
     """Why the response is invalid."""
 
 
-SCHEMA_MODELS_2: dict[str, type[BaseModel]] = {
-    "public_case": PublicCase2,
-    "private_oracle": PrivateOracle2,
+EPISODE_SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "public_case": EpisodeCase,
+    "private_oracle": EpisodeOracle,
     "agent_response": AgentResponse,
-    "verdict": Verdict2,
+    "verdict": EpisodeVerdict,
 }
-"""Records/2 models whose schema a bench with next-stage families writes beside the v1 ones."""
+"""Records/2 models whose schema a bench with episode families writes beside the v1 ones."""
+
+_DEFS_REF = "#/$defs/"
 
 
-def json_schemas_2() -> dict[str, dict[str, Any]]:
+def _defs_named_by_title(node: Any, titles: dict[str, str]) -> Any:
+    """``node`` with each ``$defs`` key and ``$ref`` target in ``titles`` renamed to its title.
+
+    pydantic names a nested model's definition after its class; the records/2 schemas name
+    it after the record's published title, as they always have (``Evidence2``).
+    """
+    if isinstance(node, list):
+        return [_defs_named_by_title(x, titles) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$defs":
+            value = {titles.get(k, k): _defs_named_by_title(v, titles) for k, v in value.items()}
+        elif key == "$ref" and isinstance(value, str) and value.startswith(_DEFS_REF):
+            name = value.removeprefix(_DEFS_REF)
+            value = _DEFS_REF + titles.get(name, name)
+        else:
+            value = _defs_named_by_title(value, titles)
+        out[key] = value
+    return out
+
+
+def episode_json_schemas() -> dict[str, dict[str, Any]]:
     """Return the JSON Schema of every records/2 model, tagged with the records/2 version."""
-    return _tagged_schemas(SCHEMA_MODELS_2, RECORDS_VERSION_2)
+    titles = {m.__name__: str(m.model_config["title"])
+              for m in (EpisodeEvidence, EpisodeCase, EpisodeOracle, EpisodeVerdict)}
+    schemas = _tagged_schemas(EPISODE_SCHEMA_MODELS, EPISODE_RECORDS_VERSION)
+    return {name: _defs_named_by_title(s, titles) for name, s in schemas.items()}
 
 
-def write_schemas_2(directory: pathlib.Path) -> list[pathlib.Path]:
+def write_episode_schemas(directory: pathlib.Path) -> list[pathlib.Path]:
     """Write ``<name>.v2.schema.json`` for every records/2 model into ``directory``."""
-    return _write_schema_files(directory, json_schemas_2(), ".v2.schema.json")
+    return _write_schema_files(directory, episode_json_schemas(), ".v2.schema.json")

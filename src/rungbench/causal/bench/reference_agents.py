@@ -4,7 +4,8 @@
 *instruments*, not contestants: they read the private oracle record of each case
 to answer exactly, or exactly wrong in one named way, so the scorer and the
 failure taxonomy can be checked against known behaviour (seed 003 "Failure
-taxonomy"; issue 4 "Must show").
+taxonomy": each confused agent must show its own label on its failures,
+:data:`SIGNATURES`).
 
 ========================  ==================================================
 ``oracle``                the reference answer everywhere
@@ -15,7 +16,7 @@ taxonomy"; issue 4 "Must show").
 ``always_abstain``        abstains on every item
 ========================  ==================================================
 
-Next-stage families (records/2, :data:`NEXT_POLICIES`): ``oracle``,
+Episode families (records/2, :data:`EPISODE_POLICIES`): ``oracle``,
 ``premature_commitment``, ``experiment_avoidance``, ``costly_irrelevant``,
 ``double_count``, ``negative_misread``, ``stale_mechanism`` and
 ``omitted_joint_cause``. On a bench holding both record versions, an agent answers
@@ -31,10 +32,10 @@ from typing import Any, Protocol
 from rungbench.causal.bench.incidents import JOINT_SEP
 from rungbench.causal.bench.records import (
     AgentResponse,
+    EpisodeCase,
+    EpisodeOracle,
     PrivateOracle,
-    PrivateOracle2,
     PublicCase,
-    PublicCase2,
 )
 from rungbench.errors import InputError
 
@@ -138,15 +139,15 @@ class ReferenceAgent:
     """Policy name (a key of :data:`POLICIES`)."""
     oracles: Mapping[str, PrivateOracle]
     """Private oracle records keyed by case id."""
-    next_oracles: Mapping[str, PrivateOracle2] = field(default_factory=dict)
-    """Private records/2 oracle records keyed by case id (next-stage families)."""
+    episode_oracles: Mapping[str, EpisodeOracle] = field(default_factory=dict)
+    """Private records/2 oracle records keyed by case id (episode families)."""
 
-    def answer_next(self, case: PublicCase2) -> AgentResponse:
+    def answer_episode(self, case: EpisodeCase) -> AgentResponse:
         """Return the policy's response to a records/2 case (the oracle's, for a v1 policy)."""
-        oracle = self.next_oracles.get(case.case_id)
+        oracle = self.episode_oracles.get(case.case_id)
         if oracle is None:
             raise InputError(f"no oracle record for case {case.case_id!r}", field="case_id")
-        return next_answer(self.name if self.name in NEXT_POLICIES else "oracle", oracle)
+        return episode_answer(self.name if self.name in EPISODE_POLICIES else "oracle", oracle)
 
     def answer(self, case: PublicCase) -> AgentResponse:
         """Return the policy's response to ``case``."""
@@ -166,24 +167,24 @@ class ReferenceAgent:
 
 
 def reference_agent(spec: str, oracles: Mapping[str, PrivateOracle],
-                    next_oracles: Mapping[str, PrivateOracle2] | None = None) -> ReferenceAgent:
+                    episode_oracles: Mapping[str, EpisodeOracle] | None = None) -> ReferenceAgent:
     """Build ``reference:NAME``; InputError names the unknown agent.
 
-    Without ``next_oracles`` (a bench of records/1 only) the known names are
+    Without ``episode_oracles`` (a bench of records/1 only) the known names are
     :data:`POLICIES`; with them, the records/2 policies too.
     """
     kind, _, name = spec.partition(":")
-    names = [*POLICIES, *(n for n in NEXT_POLICIES if n not in POLICIES)] if next_oracles \
+    names = [*POLICIES, *(n for n in EPISODE_POLICIES if n not in POLICIES)] if episode_oracles \
         else list(POLICIES)
     if kind != "reference" or name not in names:
         known = ", ".join(f"reference:{n}" for n in names)
-        hint = "" if next_oracles or name not in NEXT_POLICIES else \
+        hint = "" if episode_oracles or name not in EPISODE_POLICIES else \
             " (a next-stage agent: build the bench with --families)"
         raise InputError(f"unknown agent {spec!r}{hint}; known: {known}", field="agent")
-    return ReferenceAgent(name, oracles, next_oracles or {})
+    return ReferenceAgent(name, oracles, episode_oracles or {})
 
 
-# ------------------------------------------------ next-stage families (records/2)
+# ------------------------------------------------ episode families (records/2)
 
 
 def _argmax(menu: Mapping[str, float]) -> str:
@@ -194,7 +195,7 @@ def _argmin(menu: Mapping[str, float]) -> str:
     return min(sorted(menu), key=lambda k: menu[k])
 
 
-def next_oracle_fields(o: PrivateOracle2) -> dict[str, Any]:
+def episode_oracle_fields(o: EpisodeOracle) -> dict[str, Any]:
     """The reference answer of a records/2 item (holds back while ≥ 2 causes are live)."""
     if o.item_type == "posterior":
         return {"status": "answer", "value": o.value}
@@ -210,7 +211,7 @@ def next_oracle_fields(o: PrivateOracle2) -> dict[str, Any]:
     return out
 
 
-def _premature(o: PrivateOracle2) -> dict[str, Any]:
+def _premature(o: EpisodeOracle) -> dict[str, Any]:
     """Names the first plausible cause and repairs it; never experiments."""
     if o.item_type == "diagnosis":
         first = (o.identified_set or [""])[0]
@@ -219,10 +220,10 @@ def _premature(o: PrivateOracle2) -> dict[str, Any]:
                 "action": f"repair:{first.split(JOINT_SEP)[0]}"}
     if o.item_type == "experiment":
         return {"status": "answer", "experiment": "act_now"}
-    return next_oracle_fields(o)
+    return episode_oracle_fields(o)
 
 
-def _avoids_experiments(o: PrivateOracle2) -> dict[str, Any]:
+def _avoids_experiments(o: EpisodeOracle) -> dict[str, Any]:
     """Commits to the most probable cause and the cheapest repair while a check would separate.
 
     Seed 003 "Experiment avoidance": commits "when the identified set has ≥ 2 members
@@ -231,53 +232,53 @@ def _avoids_experiments(o: PrivateOracle2) -> dict[str, Any]:
     """
     live = o.identified_set or []
     if len(live) < 2 or not o.discriminating:
-        return next_oracle_fields(o)
+        return episode_oracle_fields(o)
     if o.item_type == "experiment":
         return {"status": "answer", "experiment": "act_now"}
     if o.item_type != "diagnosis":
-        return next_oracle_fields(o)
+        return episode_oracle_fields(o)
     action = _argmin(o.expected_loss or {})
     named = action.removeprefix("repair:")
     return {"status": "answer", "label": named if named in live else live[0],
             "action": action}
 
 
-def _omits_joint(o: PrivateOracle2) -> dict[str, Any]:
+def _omits_joint(o: EpisodeOracle) -> dict[str, Any]:
     """Names one component of a live joint cause as if it alone were sufficient."""
     omitted = o.alt_causes.get("omitted_joint_cause", [])
     if o.item_type == "diagnosis" and omitted:
         return {"status": "answer", "label": omitted[0], "action": f"repair:{omitted[0]}"}
-    return next_oracle_fields(o)
+    return episode_oracle_fields(o)
 
 
-def _costly_irrelevant(o: PrivateOracle2) -> dict[str, Any]:
+def _costly_irrelevant(o: EpisodeOracle) -> dict[str, Any]:
     """Runs the probe with zero EIG and the largest decision loss, when there is one."""
     eig, loss = o.eig_bits or {}, o.experiment_loss or {}
     idle = [x for x in eig if x != "act_now" and eig[x] <= 1e-9]
     if o.item_type == "experiment" and idle:
         return {"status": "answer", "experiment": max(sorted(idle), key=lambda x: loss[x])}
-    return next_oracle_fields(o)
+    return episode_oracle_fields(o)
 
 
-def _alt_value(label: str) -> Callable[[PrivateOracle2], dict[str, Any]]:
-    def policy(o: PrivateOracle2) -> dict[str, Any]:
+def _alt_value(label: str) -> Callable[[EpisodeOracle], dict[str, Any]]:
+    def policy(o: EpisodeOracle) -> dict[str, Any]:
         if o.item_type == "posterior" and label in o.alt_values:
             return {"status": "answer", "value": o.alt_values[label]}
-        return next_oracle_fields(o)
+        return episode_oracle_fields(o)
     return policy
 
 
-def _stale(o: PrivateOracle2) -> dict[str, Any]:
+def _stale(o: EpisodeOracle) -> dict[str, Any]:
     """Keeps reasoning with the mechanism stated before a revision."""
     live = o.identified_set or []
     stale = [c for c in o.alt_causes.get("stale_mechanism", []) if c not in live]
     if stale:
         return {"status": "answer", "label": stale[0]}
-    return next_oracle_fields(o)
+    return episode_oracle_fields(o)
 
 
-NEXT_POLICIES: dict[str, tuple[Callable[[PrivateOracle2], dict[str, Any]], float]] = {
-    "oracle": (next_oracle_fields, 1.0),
+EPISODE_POLICIES: dict[str, tuple[Callable[[EpisodeOracle], dict[str, Any]], float]] = {
+    "oracle": (episode_oracle_fields, 1.0),
     "premature_commitment": (_premature, 0.8),
     "costly_irrelevant": (_costly_irrelevant, 0.8),
     "double_count": (_alt_value("source_duplication"), 0.8),
@@ -288,7 +289,7 @@ NEXT_POLICIES: dict[str, tuple[Callable[[PrivateOracle2], dict[str, Any]], float
 }
 """Records/2 reference agent name -> (policy, stated confidence below the certainty bar)."""
 
-NEXT_SIGNATURES: dict[str, str] = {
+EPISODE_SIGNATURES: dict[str, str] = {
     "premature_commitment": "experiment_avoidance",
     "costly_irrelevant": "costly_irrelevant_experiment",
     "double_count": "source_duplication",
@@ -300,11 +301,11 @@ NEXT_SIGNATURES: dict[str, str] = {
 """The label each confused records/2 reference agent must carry on its failures."""
 
 
-def next_answer(name: str, o: PrivateOracle2) -> AgentResponse:
+def episode_answer(name: str, o: EpisodeOracle) -> AgentResponse:
     """The response of records/2 reference agent ``name`` to the case of oracle ``o``."""
-    if name not in NEXT_POLICIES:
-        raise InputError(f"unknown agent {name!r}; known: {', '.join(NEXT_POLICIES)}",
+    if name not in EPISODE_POLICIES:
+        raise InputError(f"unknown agent {name!r}; known: {', '.join(EPISODE_POLICIES)}",
                          field="agent")
-    policy, confidence = NEXT_POLICIES[name]
+    policy, confidence = EPISODE_POLICIES[name]
     return AgentResponse(case_id=o.case_id, arm=f"reference:{name}", confidence=confidence,
                          claim_text=f"reference agent {name}", t=FIXED_TIME, **policy(o))

@@ -11,7 +11,7 @@ reliability table; two agents are compared paired by case with a cluster
 bootstrap over worlds ("Stages within a world, domain skins of one world, and
 repeated samples are not independent cases").
 
-A run of a bench with next-stage families (records/2) reports them in the same tables
+A run of a bench with episode families (records/2) reports them in the same tables
 (``justified_abstain`` — holding back while the evidence leaves several causes — is
 right; ``lucky`` is not) and adds a ``next_stage`` block: mean decision, information
 and experiment regret per family and the revision rates (seed 003 "Deterministic scorer").
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from rungbench.causal.bench.evaluate import next_stage_summary
-from rungbench.causal.bench.records import OUTCOMES, OUTCOMES_2
+from rungbench.causal.bench.evaluate import episode_summary
+from rungbench.causal.bench.records import EPISODE_OUTCOMES, OUTCOMES
 from rungbench.causal.bench.verified import open_run, run_verdicts
 from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
 
@@ -97,7 +97,7 @@ def identification_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]
 
     Cases with no response line sit in their own ``missing`` column.
     """
-    cells = OUTCOMES_2 if any(r.get("version") for r in rows) else OUTCOMES
+    cells = EPISODE_OUTCOMES if any(r.get("version") for r in rows) else OUTCOMES
     table = {t: {o: 0 for o in (*cells, "missing")}
              for t in ("identifiable", "not_identifiable")}
     for r in rows:
@@ -171,9 +171,9 @@ def build_report(
         "calibration": calibration(rows),
         "failure_labels": failure_label_counts(rows),
     }
-    next_rows = [r for r in rows if r.get("version") is not None]
-    if next_rows:
-        out["next_stage"] = next_stage_summary(next_rows)
+    episode_rows = [r for r in rows if r.get("version") is not None]
+    if episode_rows:
+        out["next_stage"] = episode_summary(episode_rows)
     if other is not None:
         out["paired"] = {"other": str(other), "delta": paired_delta(rows, load_rows(other),
                                                                       seed=seed)}
@@ -223,7 +223,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     lines += ["", "## Failure labels", "", "| label | failed cases |", "| --- | --- |"]
     lines += [f"| {k} | {n} |" for k, n in report["failure_labels"].items()] or ["| — | 0 |"]
     if "next_stage" in report:
-        lines += _next_stage_lines(report["next_stage"])
+        lines += _episode_lines(report["next_stage"])
     if "paired" in report:
         d = report["paired"]["delta"]
         lines += ["", "## Paired difference", ""]
@@ -237,7 +237,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _next_stage_lines(block: Mapping[str, Any]) -> list[str]:
+def _episode_lines(block: Mapping[str, Any]) -> list[str]:
     lines = ["", "## Next-stage families (records/2)", "",
              "| family | n | missing | outcomes | mean decision regret | mean info regret "
              "| mean experiment regret |", "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -28,11 +28,11 @@ from pydantic import ValidationError
 
 from rungbench.causal.bench.records import (
     AgentResponse,
+    EpisodeVerdict,
     Outcome,
     PrivateOracle,
     StructureScore,
     Verdict,
-    Verdict2,
 )
 from rungbench.causal.scm.structure import mixed_graph, same_mec
 from rungbench.errors import InputError
@@ -52,8 +52,8 @@ class ScoredLine:
     """1-based line number in the response file."""
     response: AgentResponse | None
     """The parsed response, or None when the line could not be parsed."""
-    verdict: Verdict | Verdict2
-    """The verdict (``invalid`` for a bad line; a records/2 verdict for a next-stage case)."""
+    verdict: Verdict | EpisodeVerdict
+    """The verdict (``invalid`` for a bad line; a records/2 verdict for an episode-family case)."""
 
 
 def within(a: float, b: float, tol: float) -> bool:
@@ -310,7 +310,7 @@ def parse_response_line(
     return response
 
 
-Grade = Callable[[Any, AgentResponse], "Verdict | Verdict2"]
+Grade = Callable[[Any, AgentResponse], "Verdict | EpisodeVerdict"]
 """Scores one parsed response against its oracle record (records/1 or records/2)."""
 
 
@@ -321,7 +321,7 @@ def score_lines(
     """Score every non-blank line; bad lines become ``invalid`` verdicts naming their line.
 
     ``grade`` scores a parsed response against its oracle record (default: :func:`score`,
-    records/1); a bench with next-stage cases passes a grader that dispatches on the
+    records/1); a bench with episode-family cases passes a grader that dispatches on the
     record's version.
     """
     grade_fn: Grade = grade or score

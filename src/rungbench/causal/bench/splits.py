@@ -43,14 +43,14 @@ STRUCTURES: dict[str, tuple[str, ...]] = {
 """Structure families per split; test alone holds the held-out families."""
 
 
-HELD_OUT_NEXT: tuple[str, ...] = ("interaction_incident",)
-"""Next-stage (records/2) structures only the test split's sealed benches hold: the
+HELD_OUT_EPISODE: tuple[str, ...] = ("interaction_incident",)
+"""Episode-family (records/2) structures only the test split's sealed benches hold: the
 interaction incident world (two jointly necessary faults, the omitted-joint-cause items)."""
 
 
-def next_structures_excluded(split: str) -> frozenset[str]:
+def episode_structures_excluded(split: str) -> frozenset[str]:
     """The records/2 structures a sealed bench of ``split`` leaves out (held out for test)."""
-    return frozenset() if split == "test" else frozenset(HELD_OUT_NEXT)
+    return frozenset() if split == "test" else frozenset(HELD_OUT_EPISODE)
 
 
 def split_seed(split: str, seed: int) -> int:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from rungbench.causal.bench.records import (
     AgentResponse,
+    EpisodeOracle,
+    EpisodeVerdict,
     PrivateOracle,
-    PrivateOracle2,
     Verdict,
-    Verdict2,
 )
 from rungbench.causal.bench.scorer import within
 
@@ -94,7 +94,7 @@ def failure_labels(
     return labels or [UNEXPLAINED]
 
 
-# ------------------------------------------------ next-stage families (records/2)
+# ------------------------------------------------ episode families (records/2)
 
 SYMPTOM_ROOT_CAUSE = "symptom_root_cause_confusion"
 EXPERIMENT_AVOIDANCE = "experiment_avoidance"
@@ -104,22 +104,22 @@ STALE_MECHANISM = "stale_mechanism"
 NEGATIVE_EVIDENCE = "negative_evidence_misread"
 OMITTED_JOINT_CAUSE = "omitted_joint_cause"
 
-NEXT_LABELS: tuple[str, ...] = (
+EPISODE_LABELS: tuple[str, ...] = (
     SYMPTOM_ROOT_CAUSE, OMITTED_JOINT_CAUSE, EXPERIMENT_AVOIDANCE, COSTLY_IRRELEVANT,
     SOURCE_DUPLICATION, STALE_MECHANISM, NEGATIVE_EVIDENCE, UNSUPPORTED_CERTAINTY, UNEXPLAINED,
 )
-"""Labels of the next-stage families, in report order (seed 003 "Failure taxonomy";
+"""Labels of the episode families, in report order (seed 003 "Failure taxonomy";
 ``negative_evidence_misread`` is this project's: an absent alarm read as evidence where
 the sensor does not cover or the delay has not passed, or ignored where it has)."""
 
-NEXT_FAILED = frozenset({"lucky", "consistent_unjustified", "wrong", "false_non_id"})
+EPISODE_FAILED = frozenset({"lucky", "consistent_unjustified", "wrong", "false_non_id"})
 """Records/2 outcomes that count as failures (lucky: right cause, unjustified)."""
 
 _EIG_ZERO = 1e-9
 
 
-def next_failure_labels(oracle: PrivateOracle2, response: AgentResponse | None,
-                        verdict: Verdict2) -> list[str]:
+def episode_failure_labels(oracle: EpisodeOracle, response: AgentResponse | None,
+                           verdict: EpisodeVerdict) -> list[str]:
     """Every label that applies to a failed records/2 verdict; ``[]`` for other outcomes.
 
     Each label is licensed by a mechanical match (seed 003): experiment avoidance —
@@ -132,7 +132,7 @@ def next_failure_labels(oracle: PrivateOracle2, response: AgentResponse | None,
     negative-evidence misread — the value matches the confused twin's posterior within
     tol while the true value does not.
     """
-    if verdict.outcome not in NEXT_FAILED or response is None:
+    if verdict.outcome not in EPISODE_FAILED or response is None:
         return []
     labels: list[str] = []
     live = oracle.identified_set or []

@@ -1,4 +1,4 @@
-"""The one verified reader of a built bench and of a scored run (issue 11 #2, #3, #8).
+"""The one verified reader of a built bench and of a scored run (docs/CONTRACTS.md §10).
 
 A bench (``build.build_split``) and a scored run (``evaluate``) are sealed directories
 (:mod:`rungbench.evidence.sealed`): built in a temporary sibling, sealed with every
@@ -27,12 +27,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from rungbench.causal.bench.records import (
-    RECORDS_VERSION_2,
+    EPISODE_RECORDS_VERSION,
+    EpisodeCase,
+    EpisodeOracle,
     PrivateOracle,
-    PrivateOracle2,
     PublicCase,
-    PublicCase2,
-    json_schemas_2,
+    episode_json_schemas,
 )
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import bytes_digest, is_digest
@@ -53,11 +53,11 @@ WORLDS = "private/worlds.jsonl"
 """Private world records of a bench (seeds, mechanisms, causal order)."""
 PRIVATE_MANIFEST = "private/manifest.json"
 """Private manifest of a bench (seeds, private file digests)."""
-CASES_2 = "public/cases.v2.jsonl"
-"""Public records/2 cases of the next-stage families (benches built with ``--families``)."""
-ORACLE_2 = "private/oracle.v2.jsonl"
+EPISODE_CASES = "public/cases.v2.jsonl"
+"""Public records/2 cases of the episode families (benches built with ``--families``)."""
+EPISODE_ORACLE = "private/oracle.v2.jsonl"
 """Private records/2 oracle records."""
-WORLDS_2 = "private/worlds.v2.jsonl"
+EPISODE_WORLDS = "private/worlds.v2.jsonl"
 """Private records/2 world records."""
 
 VERDICTS = "private/verdicts.jsonl"
@@ -147,7 +147,9 @@ class SealedDir:
                     out.append(model.model_validate_json(line))
                 except ValidationError as exc:
                     first = str(exc).splitlines()[0]
-                    raise InputError(f"not a {model.__name__}: {first}",
+                    # A record's published name (its schema title) where it has one.
+                    record = model.model_config.get("title") or model.__name__
+                    raise InputError(f"not a {record}: {first}",
                                      path=str(self.path(name)), line=n) from exc
         return out
 
@@ -207,12 +209,12 @@ def open_bench(root: Path) -> SealedDir:
             or public.get("digest") != bench.digests.get(CASES):
         raise IntegrityError(f"{bench.path(PRIVATE_MANIFEST)}: public_digest does not match "
                              f"{bench.path(CASES)}")
-    check_v2_digests(bench, public, private)
+    check_episode_digests(bench, public, private)
     return bench
 
 
-def check_v2_digests(bench: SealedDir, public: Mapping[str, Any],
-                     private: Mapping[str, Any]) -> None:
+def check_episode_digests(bench: SealedDir, public: Mapping[str, Any],
+                          private: Mapping[str, Any]) -> None:
     """The records/2 files are all present or all absent, and both manifests name them.
 
     A bench whose public manifest declares ``records_v2`` must seal ``cases.v2.jsonl``
@@ -220,22 +222,22 @@ def check_v2_digests(bench: SealedDir, public: Mapping[str, Any],
     ``worlds.v2.jsonl`` beside it; a bench that does not must hold none of them.
     """
     block = public.get("records_v2")
-    present = [n for n in (CASES_2, ORACLE_2, WORLDS_2) if n in bench.digests]
+    present = [n for n in (EPISODE_CASES, EPISODE_ORACLE, EPISODE_WORLDS) if n in bench.digests]
     if block is None:
         if present:
             raise IntegrityError(f"{bench.path(present[0])}: sealed, but "
                                  f"{bench.path(PUBLIC_MANIFEST)} declares no records_v2")
         return
-    if not isinstance(block, dict) or block.get("version") != RECORDS_VERSION_2:
+    if not isinstance(block, dict) or block.get("version") != EPISODE_RECORDS_VERSION:
         raise IntegrityError(f"{bench.path(PUBLIC_MANIFEST)}: records_v2 is not a "
-                             f"{RECORDS_VERSION_2} block")
-    for name in (CASES_2, ORACLE_2, WORLDS_2):
+                             f"{EPISODE_RECORDS_VERSION} block")
+    for name in (EPISODE_CASES, EPISODE_ORACLE, EPISODE_WORLDS):
         if name not in bench.digests:
             raise IntegrityError(f"{bench.path(name)}: declared by records_v2 but missing")
-    digest = bench.digests[CASES_2]
+    digest = bench.digests[EPISODE_CASES]
     if block.get("digest") != digest or private.get("public_digest_v2") != digest:
         raise IntegrityError(f"{bench.path(PRIVATE_MANIFEST)}: public_digest_v2 does not "
-                             f"match {bench.path(CASES_2)}")
+                             f"match {bench.path(EPISODE_CASES)}")
 
 
 def check_manifest_files(bench: SealedDir, manifest: str, side: str, files: Any) -> None:
@@ -262,31 +264,32 @@ def bench_oracles(bench: SealedDir) -> dict[str, PrivateOracle]:
     return {o.case_id: o for o in bench.records(ORACLE, PrivateOracle)}
 
 
-def has_v2(bench: SealedDir) -> bool:
-    """True when the verified bench holds next-stage (records/2) files."""
-    return CASES_2 in bench.digests
+def has_episodes(bench: SealedDir) -> bool:
+    """True when the verified bench holds episode-family (records/2) files."""
+    return EPISODE_CASES in bench.digests
 
 
-def _v2_records(bench: SealedDir, name: str, model: type[_Model]) -> list[_Model]:
+def _episode_records(bench: SealedDir, name: str, model: type[_Model]) -> list[_Model]:
     records = bench.records(name, model)
     for n, r in enumerate(records, start=1):
-        if getattr(r, "version", None) != RECORDS_VERSION_2:
-            raise InputError(f"not a {RECORDS_VERSION_2} record (version "
+        if getattr(r, "version", None) != EPISODE_RECORDS_VERSION:
+            raise InputError(f"not a {EPISODE_RECORDS_VERSION} record (version "
                              f"{getattr(r, 'version', None)!r})", path=str(bench.path(name)),
                              line=n, field="version")
     return records
 
 
-def check_v2_schemas(bench: SealedDir) -> None:
+def check_episode_schemas(bench: SealedDir) -> None:
     """The records/2 JSON Schemas the bench publishes are the ones this reader validates with."""
-    for model, schema in json_schemas_2().items():
+    for model, schema in episode_json_schemas().items():
         name = f"public/schemas/{model}.v2.schema.json"
         if bench.json(name) != schema:
-            raise IntegrityError(f"{bench.path(name)}: schema differs from {RECORDS_VERSION_2} "
-                                 f"{model} (written by another records version?)")
+            raise IntegrityError(f"{bench.path(name)}: schema differs from "
+                                 f"{EPISODE_RECORDS_VERSION} {model} (written by another "
+                                 "records version?)")
 
 
-def bench_next(bench: SealedDir) -> tuple[list[PublicCase2], dict[str, PrivateOracle2]]:
+def bench_episodes(bench: SealedDir) -> tuple[list[EpisodeCase], dict[str, EpisodeOracle]]:
     """The records/2 cases and oracle records of a verified bench (empty without them).
 
     Checks, beyond the digests :func:`open_bench` verified: every line is a records/2
@@ -294,12 +297,12 @@ def bench_next(bench: SealedDir) -> tuple[list[PublicCase2], dict[str, PrivateOr
     case ids are unique, every case has exactly one oracle record and every oracle
     record a case (completeness), and the counts and families match ``records_v2``.
     """
-    if not has_v2(bench):
+    if not has_episodes(bench):
         return [], {}
-    check_v2_schemas(bench)
-    cases = _v2_records(bench, CASES_2, PublicCase2)
-    oracles = _v2_records(bench, ORACLE_2, PrivateOracle2)
-    where = bench.path(CASES_2)
+    check_episode_schemas(bench)
+    cases = _episode_records(bench, EPISODE_CASES, EpisodeCase)
+    oracles = _episode_records(bench, EPISODE_ORACLE, EpisodeOracle)
+    where = bench.path(EPISODE_CASES)
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
@@ -307,7 +310,7 @@ def bench_next(bench: SealedDir) -> tuple[list[PublicCase2], dict[str, PrivateOr
     by_id = {o.case_id: o for o in oracles}
     if len(by_id) != len(oracles) or set(by_id) != set(ids):
         lost = sorted(set(ids) ^ set(by_id))[:3]
-        raise IntegrityError(f"{bench.path(ORACLE_2)}: oracle records do not match the cases "
+        raise IntegrityError(f"{bench.path(EPISODE_ORACLE)}: oracle records do not match the cases "
                              f"of {where} one to one (e.g. {lost})")
     block = bench.json(PUBLIC_MANIFEST)["records_v2"]
     families = set(block.get("families") or [])

@@ -217,31 +217,31 @@ MAX_GENERATED = 1_000_000
 """Most generated responses one agreement run compares (``--n``)."""
 
 
-def next_hand_cases() -> list[dict[str, Any]]:
-    """Hand cases of the next-stage families (``data/next_family_cases.json``, records/2)."""
-    doc = _data("next_family_cases")
+def episode_hand_cases() -> list[dict[str, Any]]:
+    """Hand cases of the episode families (``data/episode_hand_cases.json``, records/2)."""
+    doc = _data("episode_hand_cases")
     out = []
     for case in doc["cases"]:
         oracle = doc["oracles"][case["oracle"]]
         response = {"case_id": oracle["case_id"], **_EMPTY_RESPONSE, **case["response"]}
-        expected = {**dict.fromkeys(COMPARED_2), "case_id": oracle["case_id"],
+        expected = {**dict.fromkeys(EPISODE_COMPARED), "case_id": oracle["case_id"],
                     **case["expected"]}
         out.append({"note": case["name"], "oracle": oracle, "response": response,
                     "expected": expected})
     return out
 
 
-def next_hand_episodes() -> list[dict[str, Any]]:
+def hand_revision_episodes() -> list[dict[str, Any]]:
     """Hand revision episodes: (identified set, named cause) per stage with expected counts."""
-    episodes: list[dict[str, Any]] = _data("next_family_cases")["episodes"]
+    episodes: list[dict[str, Any]] = _data("episode_hand_cases")["episodes"]
     return episodes
 
 
-COMPARED_2 = (*COMPARED, "experiment_regret")
+EPISODE_COMPARED = (*COMPARED, "experiment_regret")
 """Verdict fields compared on records/2 items (adds the experiment's decision regret)."""
 
 
-def _perturb_next(o: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+def _perturb_episode(o: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     """One response to a records/2 oracle exercising a random outcome rule."""
     r: dict[str, Any] = {"case_id": o["case_id"], "arm": "generated", "status": "answer",
                          "claim_text": "", "t": "2026-10-03T00:00:00Z"}
@@ -268,44 +268,44 @@ def _perturb_next(o: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]
     return r
 
 
-def generated_next_responses(n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """``n`` (oracle, response) pairs over the next-stage families of 20 generated worlds."""
-    from rungbench.causal.bench.next_families import build_next_world
+def generated_episode_responses(n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``n`` (oracle, response) pairs over the episode families of 20 generated worlds."""
+    from rungbench.causal.bench.episode_items import build_episode_world
 
     oracles = [o.model_dump(mode="json") for s in range(20)
-               for o in build_next_world("dev", seed + s)[1]]
+               for o in build_episode_world("dev", seed + s)[1]]
     rng = np.random.default_rng(seed)
     pairs = []
     for _ in range(n):
         o = oracles[int(rng.integers(len(oracles)))]
-        pairs.append((o, _perturb_next(o, rng)))
+        pairs.append((o, _perturb_episode(o, rng)))
     return pairs
 
 
-def next_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
-    """Both scorers on the next-stage hand cases, hand episodes and generated responses."""
-    from rungbench.causal.bench.next_scorer import score_dict2
+def episode_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
+    """Both scorers on the episode-family hand cases, hand episodes and generated responses."""
+    from rungbench.causal.bench.episode_scorer import score_episode_dict
     from rungbench.causal.bench.revision import revision_metrics
 
     module = importlib.import_module("rungbench.causal.checks.second_scorer")
     second: ScoreFn = module.score
-    cases = next_hand_cases()
+    cases = episode_hand_cases()
     hand = _compare_fields(
-        [(c["oracle"], c["response"]) for c in cases], score_dict2, second,
+        [(c["oracle"], c["response"]) for c in cases], score_episode_dict, second,
         [c["expected"] for c in cases], [c["note"] for c in cases])
     ep_rows = []
-    for ep in next_hand_episodes():
+    for ep in hand_revision_episodes():
         stages = [(list(s), a) for s, a in ep["stages"]]
         first = revision_metrics(stages)
         pairs = [({"stage": i + 1, "identified_set": s},
                   {"status": "answer" if a is not None else "abstain", "label": a})
                  for i, (s, a) in enumerate(stages)]
-        second_counts = module.next_revision_rates(pairs)
+        second_counts = module.revision_rates(pairs)
         ok = first == second_counts == ep["expected"]
         ep_rows.append({"name": ep["name"], "agree": ok, "first": first,
                         "second": second_counts, "expected": ep["expected"]})
-    generated = _compare_fields(generated_next_responses(n_generated, seed), score_dict2,
-                                second)
+    generated = _compare_fields(generated_episode_responses(n_generated, seed),
+                                score_episode_dict, second)
     passed = hand["rate"] == 1.0 and all(r["agree"] for r in ep_rows) \
         and (generated["rate"] or 0.0) >= 0.99
     return {"hand": hand, "episodes": ep_rows, "generated": generated, "pass": passed}
@@ -319,16 +319,16 @@ def _compare_fields(pairs: list[tuple[dict[str, Any], dict[str, Any]]], first: S
     agree = 0
     for i, (o, r) in enumerate(pairs):
         a, b = first(o, r), second(o, r)
-        ok = all(same_value(a.get(k), b.get(k)) for k in COMPARED_2)
+        ok = all(same_value(a.get(k), b.get(k)) for k in EPISODE_COMPARED)
         if expected is not None:
             ok = ok and all(same_value(a.get(k), expected[i].get(k)) and
-                            same_value(b.get(k), expected[i].get(k)) for k in COMPARED_2)
+                            same_value(b.get(k), expected[i].get(k)) for k in EPISODE_COMPARED)
         agree += ok
         if not ok:
             disagreements.append({"case_id": o["case_id"], "response": r,
                                   "note": notes[i] if notes else None,
-                                  "first": {k: a.get(k) for k in COMPARED_2},
-                                  "second": {k: b.get(k) for k in COMPARED_2}})
+                                  "first": {k: a.get(k) for k in EPISODE_COMPARED},
+                                  "second": {k: b.get(k) for k in EPISODE_COMPARED}})
     n = len(pairs)
     return {"n": n, "agree": agree, "rate": agree / n if n else None,
             "disagreements": disagreements}
@@ -344,8 +344,9 @@ def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str,
     second = _second_scorer()
     hand = compare_hand(score_dict, second)
     generated = compare(generated_responses(n_generated, seed), score_dict, second)
-    nxt = next_agreement(n_generated, seed)
+    episodes = episode_agreement(n_generated, seed)
     passed = all(r["rate"] == 1.0 for r in hand["sets"].values()) \
-        and (generated["rate"] or 0.0) >= 0.99 and nxt["pass"]
-    return {"hand": hand, "generated": generated, "next_families": nxt, "pass": passed,
+        and (generated["rate"] or 0.0) >= 0.99 and episodes["pass"]
+    # ``next_families``: the key this report has always carried for the episode families.
+    return {"hand": hand, "generated": generated, "next_families": episodes, "pass": passed,
             "thresholds": {"hand": 1.0, "generated": 0.99}}

@@ -536,30 +536,31 @@ def _grade(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> tuple[dict
 def score(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
     """Score one response against its private oracle record; return the verdict of CONTRACTS §3.
 
-    Records of version ``rungbench.records/2`` (the next-stage families) are graded
-    by :func:`grade_next`. Raises InputError when the oracle record is malformed or
+    Records of version ``rungbench.records/2`` (the episode families) are graded
+    by :func:`grade_episode`. Raises InputError when the oracle record is malformed or
     the case ids differ; a malformed response is never an error but ``invalid``.
     """
-    if isinstance(oracle, Mapping) and oracle.get("version") == NEXT_VERSION:
-        return grade_next(oracle, response)[0]
+    if isinstance(oracle, Mapping) and oracle.get("version") == EPISODE_VERSION:
+        return grade_episode(oracle, response)[0]
     return _grade(oracle, response)[0]
 
 
-# ------------------------------------------- next-stage families (records/2)
+# ------------------------------------------- episode families (records/2)
 #
-# Issue 19, read from seed 003 "Deterministic scorer" (diagnosis outcomes, decision
-# and information regret) and the records/2 oracle fields. Written without the first
-# scorer: the diagnosis table is keyed on (abstained?, named the true cause?, named
-# cause inside the identified set?, identified set a singleton?).
+# The rows seed 003 "Task families and generator coverage" marks "next stage", graded as
+# read from seed 003 "Deterministic scorer" (diagnosis outcomes, decision and information
+# regret) and the records/2 oracle fields. Written without the first scorer: the
+# diagnosis table is keyed on (abstained?, named the true cause?, named cause inside the
+# identified set?, identified set a singleton?).
 
-NEXT_VERSION = "rungbench.records/2"
-"""Oracle records of this version are graded by :func:`grade_next`."""
+EPISODE_VERSION = "rungbench.records/2"
+"""Oracle records of this version are graded by :func:`grade_episode`."""
 
-NEXT_ITEM_TYPES = frozenset({"diagnosis", "experiment", "posterior"})
-"""``private_oracle.item_type`` values of the next-stage families."""
+EPISODE_ITEM_TYPES = frozenset({"diagnosis", "experiment", "posterior"})
+"""``private_oracle.item_type`` values of the episode families."""
 
-_NEXT_EMPTY = ("abs_error", "brier", "decision_regret", "info_regret", "experiment_regret",
-               "structure")
+_EPISODE_EMPTY = ("abs_error", "brier", "decision_regret", "info_regret", "experiment_regret",
+                  "structure")
 
 # (truth named, named in set, set is a singleton) -> outcome of a diagnosis answer
 _DIAGNOSIS: Mapping[tuple[bool, bool, bool], str] = {
@@ -574,9 +575,9 @@ _DIAGNOSIS: Mapping[tuple[bool, bool, bool], str] = {
 _HOLDS_BACK = frozenset({"abstain", "need_info", "not_identifiable"})
 
 
-def _next_verdict(case_id: str, outcome: str) -> dict[str, Any]:
+def _episode_verdict(case_id: str, outcome: str) -> dict[str, Any]:
     verdict: dict[str, Any] = {"case_id": case_id, "outcome": outcome}
-    verdict.update(dict.fromkeys(_NEXT_EMPTY))
+    verdict.update(dict.fromkeys(_EPISODE_EMPTY))
     return verdict
 
 
@@ -584,14 +585,14 @@ def _menu(oracle: Mapping[str, Any], name: str) -> dict[str, float] | None:
     return _number_map(oracle.get(name), oracle.get("case_id"), name)
 
 
-def grade_next(oracle: Mapping[str, Any], response: Mapping[str, Any]
-               ) -> tuple[dict[str, Any], str | None]:
+def grade_episode(oracle: Mapping[str, Any], response: Mapping[str, Any]
+                  ) -> tuple[dict[str, Any], str | None]:
     """Grade a response to a records/2 item; return the verdict and why it is invalid."""
     case = oracle.get("case_id")
     if not isinstance(case, str) or not case:
         raise _oracle_error(case, "case_id must be a non-empty string", "case_id")
     kind = oracle.get("item_type")
-    if kind not in NEXT_ITEM_TYPES:
+    if kind not in EPISODE_ITEM_TYPES:
         raise _oracle_error(case, f"unknown item_type {kind!r}", "item_type")
     if not isinstance(response, Mapping) or response.get("case_id") != case:
         raise InputError(f"response does not answer {case!r}", field="case_id")
@@ -617,9 +618,9 @@ def grade_next(oracle: Mapping[str, Any], response: Mapping[str, Any]
         if wanted is None:
             defects.append(f"answer without the {kind} item's payload")
     if defects:
-        return _next_verdict(case, "invalid"), "; ".join(defects)
+        return _episode_verdict(case, "invalid"), "; ".join(defects)
 
-    verdict = _next_verdict(case, "abstain")
+    verdict = _episode_verdict(case, "abstain")
     if action is not None and losses is not None:
         verdict["decision_regret"] = _regret(losses, action, lower_is_better=True)
     if experiment is not None and gains is not None:
@@ -656,8 +657,8 @@ def grade_next(oracle: Mapping[str, Any], response: Mapping[str, Any]
     return verdict, None
 
 
-def next_revision_rates(episode: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]]
-                        ) -> dict[str, int]:
+def revision_rates(episode: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]]
+                   ) -> dict[str, int]:
     """Revision counts of one episode from its (oracle, response) pairs in any order.
 
     Seed 003 "Revision items": revision accuracy (changed when the new evidence

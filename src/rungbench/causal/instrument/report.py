@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from rungbench.agents.protocol import Agent
 from rungbench.causal.instrument.cases import build_world
 from rungbench.causal.instrument.census import coverage, leakage_scan
 from rungbench.causal.instrument.controls import (
@@ -28,11 +29,15 @@ from rungbench.causal.instrument.controls import (
     write_conditions,
 )
 from rungbench.causal.instrument.graph_store import write_store
+from rungbench.causal.instrument.model_query import ModelQuery
 from rungbench.causal.instrument.probes import gate, run_probes
 from rungbench.causal.instrument.query import CausalTool, load_tool
 from rungbench.causal.instrument.scorers import Scorer, load_scorer
+from rungbench.errors import InputError
 
 SCHEMA = "rungbench.causal.controls/1"
+MODEL_QUERY = "model"
+"""The ``--query`` that asks the agent named by the agent options."""
 
 
 def _offset(tick: Callable[[int, int], None], base: int, total: int) -> Callable[[int], None]:
@@ -44,10 +49,21 @@ def _offset(tick: Callable[[int, int], None], base: int, total: int) -> Callable
 def audit(queries: Sequence[str], scorers: Sequence[str], *, case_set: str = "standard",
           timeout: float = 5.0, allow_remote: bool = False, gated: bool = True,
           census: Mapping[str, Any] | None = None,
-          tick: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """The whole audit as one JSON-ready document (see the module docstring)."""
-    tools: dict[str, CausalTool] = {q: load_tool(q, timeout=timeout, allow_remote=allow_remote)
-                                    for q in queries}
+          tick: Callable[[int, int], None] | None = None,
+          agent: Agent | None = None) -> dict[str, Any]:
+    """The whole audit as one JSON-ready document (see the module docstring).
+
+    The query ``model`` is ``agent`` answering each ``causal()`` call
+    (:mod:`~rungbench.causal.instrument.model_query`).
+    """
+    tools: dict[str, CausalTool] = {}
+    for q in queries:
+        if q == MODEL_QUERY:
+            if agent is None:
+                raise InputError("the query 'model' needs an agent", field="model")
+            tools[q] = ModelQuery(agent)
+        else:
+            tools[q] = load_tool(q, timeout=timeout, allow_remote=allow_remote)
     scoring: dict[str, Scorer] = {s: load_scorer(s) for s in scorers}
     world = build_world(case_set)
     probes = run_probes(tools, scoring, world.cases)

@@ -1,4 +1,4 @@
-"""Interoperability with external causal benchmarks and tools (seed 003 via issue 20).
+"""Interoperability with external causal benchmarks and tools (seed 003, "Research synthesis").
 
 ``cladder`` imports CLadder's models and questions and re-grades them exactly;
 ``bif`` reads all-binary BIF networks at full double precision; ``imports`` writes

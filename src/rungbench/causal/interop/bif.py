@@ -1,4 +1,4 @@
-"""All-binary BIF networks (issue 20, "rungbench causal import bif").
+"""All-binary BIF networks (``rungbench causal import bif``; docs/CONTRACTS.md §14).
 
 Reads the Bayesian Interchange Format as bnlearn and pgmpy write it:
 ``variable NAME { type discrete [ 2 ] { s0, s1 }; }`` blocks and

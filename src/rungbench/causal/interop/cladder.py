@@ -1,4 +1,4 @@
-"""CLadder import and exact re-grade (issue 20, "rungbench causal import cladder").
+"""CLadder import and exact re-grade (``rungbench causal import cladder``; docs/CONTRACTS.md §23).
 
 CLadder (Jin et al., NeurIPS 2023; causalNLP/cladder, MIT) ships binary Bayesian
 networks in ``test-model-meta.json`` (``structure`` such as ``X->V2,X->Y``, ``params``

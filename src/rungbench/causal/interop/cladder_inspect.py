@@ -1,4 +1,4 @@
-"""CLadder questions as an inspect_ai task (issue 20, item 5 over item 3).
+"""CLadder questions as an inspect_ai task (docs/CONTRACTS.md §16 over the import of §23).
 
 Export: :func:`export_cladder_task` writes a sealed directory holding ``task.py`` over a
 sealed CLadder import (``rungbench causal import cladder``). Its dataset is the imported

@@ -1,4 +1,4 @@
-"""Result tables as CSV, Parquet or JSON with a documented schema (issue 20, "Results export").
+"""Result tables as CSV, Parquet or JSON with a documented schema (docs/CONTRACTS.md §15).
 
 A table is a list of flat records plus a :class:`TableSchema` naming every column with
 its type (``str``, ``int``, ``float``, ``bool`` or ``json``) and a one-line meaning.

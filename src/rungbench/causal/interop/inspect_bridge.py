@@ -1,4 +1,4 @@
-"""inspect_ai bridge (issue 20, item 5; optional extra ``rungbench[inspect]``).
+"""inspect_ai bridge (docs/CONTRACTS.md §16; optional extra ``rungbench[inspect]``).
 
 Export: :func:`export_task` writes a sealed directory holding ``task.py``, an
 inspect_ai task file over a built causal bench. Its dataset is the bench's public cases

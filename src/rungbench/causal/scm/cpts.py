@@ -1,4 +1,4 @@
-"""Worlds from conditional probability tables (issue 20, "Worlds from CPTs").
+"""Worlds from conditional probability tables (docs/CONTRACTS.md §14).
 
 A binary Bayesian network gives, per variable V with parents pa(V), the numbers
 q_V[row] = P(V=1 | pa(V) = row) (row index = sum(parent_i << i), first parent the
@@ -63,7 +63,7 @@ COUPLING_NOTE = (
     "same unit (PN, PS, PNS and, in general, rung-3 queries with factual evidence downstream "
     "of the intervention); these are refused unless a coupling is named."
 )
-"""The invariance statement every CPT import prints (issue 20)."""
+"""The invariance statement every CPT import prints (docs/CONTRACTS.md §14)."""
 
 
 @dataclass(frozen=True)

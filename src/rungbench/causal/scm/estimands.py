@@ -1,4 +1,5 @@
-"""Named causal estimands: ATE, ETT, NDE, NIE (issue 20, "Estimand helpers").
+"""Named causal estimands: ATE, ETT, NDE, NIE (seed 003 "Task families and generator coverage",
+the mechanisms-and-mediation row: "NDE/NIE estimands to add").
 
 Risk-difference scale, binary X and Y, x1 = treated and x0 = control values:
 

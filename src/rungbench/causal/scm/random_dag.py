@@ -74,12 +74,13 @@ def random_world(spec: DagSpec, rng: np.random.Generator, world_id: str) -> Worl
 
 def dense_world(n_nodes: int, in_degree: float, rng: np.random.Generator,
                 world_id: str, *, n_tables: int = 3) -> World:
-    """A world whose nodes draw parents uniformly among ALL earlier nodes (issue 21, item 4).
+    """A world whose nodes draw parents uniformly among ALL earlier nodes.
 
     Node j (causal order) gets min(j, k_j) parents, k_j = floor(in_degree) or its ceiling
     with probability equal to the fractional part, so the mean in-degree approaches
     ``in_degree`` and ancestral sets span most of the graph: the hard, high-treewidth
-    worlds (treewidth ~20-24 at 60-80 nodes and in-degree ~2.7) of the oracle benchmark.
+    worlds (treewidth ~20-24 at 60-80 nodes and in-degree ~2.7) of the oracle benchmark
+    (``benchmarks/causal_oracle.py``).
     """
     if n_nodes < 2:
         raise InputError(f"n_nodes must be >= 2, got {n_nodes}", field="n_nodes")

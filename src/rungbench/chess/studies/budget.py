@@ -20,7 +20,8 @@ from typing import Any
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, loads_canonical
 from rungbench.evidence.store import write_atomic
-from rungbench.execute.runner import MANIFEST, load_run, read_log
+from rungbench.execute.events import read_events
+from rungbench.execute.run_dir import EVENTS, MANIFEST, run_manifest
 
 BUDGET_SCHEMA = "rungbench.chess.budget-authorization/1"
 """Schema name and version of an authorization."""
@@ -136,10 +137,35 @@ class Spend:
                 "cost_usd": round(self.cost_usd, 6)}
 
 
+_SPENT: dict[tuple[str, str], Spend] = {}
+"""Spends already summed, by the digests of a run's manifest and log bytes: the same bytes
+verify and sum the same way, so a budget check over many runs reads each run's files once
+per change instead of parsing every log again (a study with many runs checks its spend
+before every chunk of every run)."""
+
+
 def run_spend(run_dir: Path) -> Spend:
-    """Sum one run's spend from its verified event log."""
-    _, schedule = load_run(run_dir)
-    events, _ = read_log(run_dir, schedule, None)
+    """Sum one run's spend from its event log: the manifest verified against the log's
+    anchor, every line of the log against its hash chain (the frozen schedule's requests
+    are not re-hashed: a spend counts attempts and usage, never what was asked; the runner
+    verifies the schedule before it sends anything)."""
+    key = _files_key(run_dir)
+    if key in _SPENT:
+        return _SPENT[key]
+    spend = _sum_spend(run_dir)
+    if _files_key(run_dir) == key:  # not kept when the run moved on while it was summed
+        _SPENT[key] = spend
+    return spend
+
+
+def _files_key(run_dir: Path) -> tuple[str, str]:
+    return (bytes_digest((run_dir / MANIFEST).read_bytes()),
+            bytes_digest((run_dir / EVENTS).read_bytes()))
+
+
+def _sum_spend(run_dir: Path) -> Spend:
+    run_manifest(run_dir)
+    events = read_events(run_dir / EVENTS)
     sent = {e["cell"] for e in events if e["kind"] == "attempt"}
     calls = sum(1 for e in events if e["kind"] == "attempt")
     usage = [e for e in events if e["kind"] == "tool_event"]

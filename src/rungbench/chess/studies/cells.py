@@ -104,7 +104,7 @@ class CellTableHeader(_Frozen):
     schema_: Literal["rungbench.chess.cell-table/1"] = Field(TABLE_SCHEMA, alias="schema")
     """Schema name and version."""
     study_digest: Digest
-    """Digest of the bound study (issue 13's binding)."""
+    """Digest of the bound study (its binding, docs/CONTRACTS.md §20)."""
     design_id: DesignId
     """Registry ID of the design."""
     design_digest: Digest

@@ -1,6 +1,7 @@
 """A bound chess study design as an inspect_ai task, and inspect logs back as a study run.
 
-Issue 20, item 5, chess side (optional extra ``rungbench[inspect]``). Export:
+The chess side of the inspect_ai bridge (docs/CONTRACTS.md §16 and §23; optional extra
+``rungbench[inspect]``). Export:
 :func:`study_task` turns the schedule one model x route of a binding would run
 (:func:`~rungbench.chess.studies.ladder.schedule_for`: A105 cells, E020/E021 or E023 arms)
 into an inspect Task. Each sample is one cell: the request's messages exactly as the

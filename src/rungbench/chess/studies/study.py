@@ -365,6 +365,19 @@ def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Aut
     return None, None
 
 
+def unevaluated_runs(study: Path) -> list[str]:
+    """The study's move-choice runs (probe runs are never scored for regret) that have no
+    published evaluation yet, in id order."""
+    out = []
+    for run_dir in sorted(p for p in runs_dir(study).glob("*")
+                          if p.is_dir() and not p.name.startswith(".")):
+        _, schedule = load_run(run_dir)
+        part = (schedule.source or {}).get("part", "cells")
+        if part != "probe" and not (study / "evaluations" / run_dir.name).exists():
+            out.append(run_dir.name)
+    return out
+
+
 ANALYSIS_KIND = "rungbench.chess.study-analysis"
 """Seal kind of a published study analysis."""
 

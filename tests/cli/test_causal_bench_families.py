@@ -1,4 +1,4 @@
-"""`rungbench causal build --families …` → eval → report: next-stage families from the CLI."""
+"""`rungbench causal build --families …` → eval → report: episode families from the CLI."""
 
 from __future__ import annotations
 

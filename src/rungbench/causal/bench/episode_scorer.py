@@ -1,4 +1,4 @@
-"""The first scorer for the next-stage families (records/2; seed 003 "Deterministic scorer").
+"""The first scorer for the episode families (records/2; seed 003 "Deterministic scorer").
 
 Diagnosis items (root-cause debugging, each revision stage) — the named cause is
 ``label``; the oracle's identified set decides (seed 003: "only the oracle's
@@ -30,7 +30,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rungbench.causal.bench.records import AgentResponse, Outcome2, PrivateOracle2, Verdict2
+from rungbench.causal.bench.records import (
+    AgentResponse,
+    EpisodeOracle,
+    EpisodeOutcome,
+    EpisodeVerdict,
+)
 from rungbench.causal.bench.scorer import SLACK, bounds_error, non_number_field
 from rungbench.errors import InputError
 
@@ -42,11 +47,11 @@ def _unit(x: float) -> bool:
     return math.isfinite(x) and 0.0 <= x <= 1.0
 
 
-def _invalid(cid: str, why: str) -> Verdict2:
-    return Verdict2(case_id=cid, outcome="invalid", error=why)
+def _invalid(cid: str, why: str) -> EpisodeVerdict:
+    return EpisodeVerdict(case_id=cid, outcome="invalid", error=why)
 
 
-def _regrets(o: PrivateOracle2, r: AgentResponse) -> dict[str, float]:
+def _regrets(o: EpisodeOracle, r: AgentResponse) -> dict[str, float]:
     out: dict[str, float] = {}
     if o.expected_loss is not None and r.action is not None:
         out["decision_regret"] = o.expected_loss[r.action] - min(o.expected_loss.values())
@@ -58,7 +63,7 @@ def _regrets(o: PrivateOracle2, r: AgentResponse) -> dict[str, float]:
     return out
 
 
-def _menu_error(o: PrivateOracle2, r: AgentResponse) -> str | None:
+def _menu_error(o: EpisodeOracle, r: AgentResponse) -> str | None:
     if r.action is not None and (o.expected_loss is None or r.action not in o.expected_loss):
         return f"unknown action {r.action!r}"
     if r.experiment is not None and (o.eig_bits is None or r.experiment not in o.eig_bits):
@@ -66,7 +71,7 @@ def _menu_error(o: PrivateOracle2, r: AgentResponse) -> str | None:
     return None
 
 
-def diagnosis_outcome(o: PrivateOracle2, status: str, label: str | None) -> Outcome2:
+def diagnosis_outcome(o: EpisodeOracle, status: str, label: str | None) -> EpisodeOutcome:
     """The diagnosis cell of a response (status and named cause) against the identified set."""
     ident = o.identified_set or []
     if status in _ABSTAIN:
@@ -76,7 +81,7 @@ def diagnosis_outcome(o: PrivateOracle2, status: str, label: str | None) -> Outc
     return "consistent_unjustified" if label in ident else "wrong"
 
 
-def score2(o: PrivateOracle2, r: AgentResponse) -> Verdict2:
+def score_episode_case(o: EpisodeOracle, r: AgentResponse) -> EpisodeVerdict:
     """Return the records/2 verdict for one response."""
     cid = o.case_id
     if r.case_id != cid:
@@ -92,7 +97,7 @@ def score2(o: PrivateOracle2, r: AgentResponse) -> Verdict2:
     if menu is not None:
         return _invalid(cid, menu)
     metrics = _regrets(o, r)
-    outcome: Outcome2
+    outcome: EpisodeOutcome
     abs_error = None
     if o.item_type == "diagnosis":
         if r.status == "answer" and r.label is None:
@@ -122,16 +127,16 @@ def score2(o: PrivateOracle2, r: AgentResponse) -> Verdict2:
         right = outcome == "correct"
     brier = None if r.confidence is None or outcome in _NO_BRIER \
         else (r.confidence - (1.0 if right else 0.0)) ** 2
-    return Verdict2(case_id=cid, outcome=outcome, abs_error=abs_error, brier=brier,
-                    decision_regret=metrics.get("decision_regret"),
-                    info_regret=metrics.get("info_regret"),
-                    experiment_regret=metrics.get("experiment_regret"))
+    return EpisodeVerdict(case_id=cid, outcome=outcome, abs_error=abs_error, brier=brier,
+                          decision_regret=metrics.get("decision_regret"),
+                          info_regret=metrics.get("info_regret"),
+                          experiment_regret=metrics.get("experiment_regret"))
 
 
-def score_dict2(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
+def score_episode_dict(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
     """Score JSON mappings of records/2 (the shape ``scorer-agreement`` compares)."""
     try:
-        o = PrivateOracle2.model_validate(oracle)
+        o = EpisodeOracle.model_validate(oracle)
     except ValidationError as exc:
         raise InputError(f"bad private_oracle: {exc.errors()[0]['msg']}") from exc
     bad = non_number_field(response)
@@ -142,14 +147,14 @@ def score_dict2(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> dict[
         r = AgentResponse.model_validate(response)
     except ValidationError as exc:
         return _invalid(cid, str(exc.errors()[0]["msg"])).model_dump(mode="json")
-    return score2(o, r).model_dump(mode="json")
+    return score_episode_case(o, r).model_dump(mode="json")
 
 
 def score_any(oracle: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
     """Score a records/1 or records/2 oracle record (dispatch on its ``version``)."""
-    from rungbench.causal.bench.records import RECORDS_VERSION_2
+    from rungbench.causal.bench.records import EPISODE_RECORDS_VERSION
     from rungbench.causal.bench.scorer import score_dict
 
-    if oracle.get("version") == RECORDS_VERSION_2:
-        return score_dict2(oracle, response)
+    if oracle.get("version") == EPISODE_RECORDS_VERSION:
+        return score_episode_dict(oracle, response)
     return score_dict(oracle, response)

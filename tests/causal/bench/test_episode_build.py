@@ -1,4 +1,4 @@
-"""Tests for causal.bench.next_build: records/2 files in a sealed bench, opt-in, leak-scanned."""
+"""Tests for causal.bench.episode_build: records/2 files in a sealed bench, opt-in, leak-scanned."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ from tests.blas_kernels import outputs_under_kernels
 
 from rungbench.causal.bench.audit import public_listing_share
 from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.episode_build import FAMILY_NAMES, parse_families
 from rungbench.causal.bench.leaks import scan_bench
-from rungbench.causal.bench.next_build import FAMILY_NAMES, parse_families
-from rungbench.causal.bench.records import NEXT_FAMILIES, PrivateOracle2, PublicCase2
+from rungbench.causal.bench.records import EPISODE_FAMILIES, EpisodeCase, EpisodeOracle
 from rungbench.errors import Refusal
 from rungbench.evidence.canonical import file_digest
 
 ALL = ",".join(FAMILY_NAMES)
 
 DEFAULT_SEAL = "sha256:0c928743aede39b0a26c797719949cf5ed08ddec1bd48e326834625e3f5c990f"
-"""SEAL.json digest of ``build_split("dev", 3, 11, …)`` without next-stage families. First
-pinned on the tree of issue 19, before next_build existed; pinned again when the oracle's
+"""SEAL.json digest of ``build_split("dev", 3, 11, …)`` without episode families. First
+pinned before ``episode_build`` existed; pinned again when the oracle's
 sums stopped going through BLAS (whose kernel, and so the last bit of a value, depended on
 the CPU: the old pin held only on AVX-512 hosts). The families left it unchanged both times."""
 
@@ -48,7 +48,7 @@ def _lines(path: pathlib.Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, pathlib.Path]:
-    """The same split built without and with every next-stage family."""
+    """The same split built without and with every episode family."""
     root = tmp_path_factory.mktemp("nb")
     build_split("dev", 3, 11, root / "plain")
     build_split("dev", 3, 11, root / "next", families=ALL)
@@ -78,8 +78,8 @@ def test_default_build_is_byte_identical_to_before(pair: tuple[pathlib.Path, ...
 
 def test_records_1_files_are_unchanged_by_families(pair: tuple[pathlib.Path, ...]) -> None:
     """With --families the records/1 case, oracle, world and schema files keep their bytes."""
-    plain, nxt = pair
-    a, b = _digests(plain), _digests(nxt)
+    plain, with_families = pair
+    a, b = _digests(plain), _digests(with_families)
     for name in ("public/cases.jsonl", "private/oracle.jsonl", "private/worlds.jsonl",
                  "public/schemas/public_case.schema.json"):
         assert a[name] == b[name]
@@ -87,46 +87,47 @@ def test_records_1_files_are_unchanged_by_families(pair: tuple[pathlib.Path, ...
 
 def test_layout_modes_and_manifests(pair: tuple[pathlib.Path, ...]) -> None:
     """v2 cases and schemas are public, v2 oracle and worlds private 0600, both manifests agree."""
-    _, nxt = pair
+    _, with_families = pair
     for name in ("public_case", "private_oracle", "agent_response", "verdict"):
-        assert (nxt / "public" / "schemas" / f"{name}.v2.schema.json").is_file()
+        assert (with_families / "public" / "schemas" / f"{name}.v2.schema.json").is_file()
     for name in ("oracle.v2.jsonl", "worlds.v2.jsonl"):
-        assert stat.S_IMODE((nxt / "private" / name).stat().st_mode) == 0o600
-    public = json.loads((nxt / "public" / "manifest.json").read_text())
-    private = json.loads((nxt / "private" / "manifest.json").read_text())
+        assert stat.S_IMODE((with_families / "private" / name).stat().st_mode) == 0o600
+    public = json.loads((with_families / "public" / "manifest.json").read_text())
+    private = json.loads((with_families / "private" / "manifest.json").read_text())
     block = public["records_v2"]
-    digest = file_digest(str(nxt / "public" / "cases.v2.jsonl"))
+    digest = file_digest(str(with_families / "public" / "cases.v2.jsonl"))
     assert block["digest"] == public["files"]["cases.v2.jsonl"] == digest
     assert private["public_digest_v2"] == digest
-    assert block["families"] == sorted(NEXT_FAMILIES) and block["n_worlds"] == 3
-    cases = [PublicCase2.model_validate(c) for c in _lines(nxt / "public" / "cases.v2.jsonl")]
-    oracles = [PrivateOracle2.model_validate(o)
-               for o in _lines(nxt / "private" / "oracle.v2.jsonl")]
+    assert block["families"] == sorted(EPISODE_FAMILIES) and block["n_worlds"] == 3
+    cases = [EpisodeCase.model_validate(c)
+             for c in _lines(with_families / "public" / "cases.v2.jsonl")]
+    oracles = [EpisodeOracle.model_validate(o)
+               for o in _lines(with_families / "private" / "oracle.v2.jsonl")]
     assert [c.case_id for c in cases] == [o.case_id for o in oracles]
     assert block["n_cases"] == len(cases) and "seed" not in block
 
 
 def test_twins_listing_and_public_family(pair: tuple[pathlib.Path, ...]) -> None:
     """Each v2 case has its nonsense-skin twin; edge/listing agreement stays ≤ 0.55."""
-    _, nxt = pair
-    oracles = {str(o["case_id"]): o for o in _lines(nxt / "private" / "oracle.v2.jsonl")}
+    _, with_families = pair
+    oracles = {str(o["case_id"]): o for o in _lines(with_families / "private" / "oracle.v2.jsonl")}
     for cid, o in oracles.items():
         twin = oracles[str(o["cf_link"])]
         assert twin["cf_link"] == cid and {o["skin"], twin["skin"]} >= {"nonsense"}
         assert len(twin["identified_set"] or []) == len(o["identified_set"] or [])
-    share = public_listing_share(_lines(nxt / "public" / "cases.v2.jsonl"))
+    share = public_listing_share(_lines(with_families / "public" / "cases.v2.jsonl"))
     assert share["edges"] > 50 and share["pass"] and share["rate"] <= 0.55
 
 
 def test_same_seed_same_bytes_and_splits_apart(
     pair: tuple[pathlib.Path, ...], tmp_path: pathlib.Path
 ) -> None:
-    """Rebuilding gives identical digests; another split draws other next-stage worlds."""
-    _, nxt = pair
+    """Rebuilding gives identical digests; another split draws other episode-family worlds."""
+    _, with_families = pair
     build_split("dev", 3, 11, tmp_path / "again", families=ALL)
-    assert _digests(tmp_path / "again") == _digests(nxt)
+    assert _digests(tmp_path / "again") == _digests(with_families)
     build_split("validation", 3, 11, tmp_path / "val", families="incident")
-    ids = set(json.loads((nxt / "public" / "manifest.json").read_text())["records_v2"]
+    ids = set(json.loads((with_families / "public" / "manifest.json").read_text())["records_v2"]
               ["world_ids"])
     val = json.loads((tmp_path / "val" / "public" / "manifest.json").read_text())["records_v2"]
     assert not ids & set(val["world_ids"])
@@ -135,10 +136,10 @@ def test_same_seed_same_bytes_and_splits_apart(
 def test_family_subset_keeps_case_ids(pair: tuple[pathlib.Path, ...],
                                       tmp_path: pathlib.Path) -> None:
     """--families provenance,negative holds only those families, with the full build's ids."""
-    _, nxt = pair
+    _, with_families = pair
     build_split("dev", 3, 11, tmp_path / "sub", families="provenance,negative")
     sub = _lines(tmp_path / "sub" / "public" / "cases.v2.jsonl")
-    full = {str(c["case_id"]): c for c in _lines(nxt / "public" / "cases.v2.jsonl")}
+    full = {str(c["case_id"]): c for c in _lines(with_families / "public" / "cases.v2.jsonl")}
     assert {c["family"] for c in sub} == {"provenance_source_dependence", "negative_evidence"}
     assert all(full[str(c["case_id"])] == c for c in sub)
 
@@ -153,8 +154,8 @@ def test_unknown_family_is_refused() -> None:
 
 def test_leak_scan_covers_v2_files(pair: tuple[pathlib.Path, ...]) -> None:
     """The scan of a families build is clean and reads the v2 public files."""
-    _, nxt = pair
-    report = scan_bench(nxt)
+    _, with_families = pair
+    report = scan_bench(with_families)
     assert report.ok and report.files == 13  # manifest, 2 case files, 6 + 4 schemas
 
 
@@ -163,9 +164,9 @@ def test_planted_leak_in_v2_file_is_found(
     pair: tuple[pathlib.Path, ...], tmp_path: pathlib.Path, plant: str
 ) -> None:
     """An oracle value, a twin's value, a records/2 oracle key or a seed in cases.v2 is found."""
-    _, nxt = pair
+    _, with_families = pair
     bench = tmp_path / "b"
-    shutil.copytree(nxt, bench)
+    shutil.copytree(with_families, bench)
     path = bench / "public" / "cases.v2.jsonl"
     cases = _lines(path)
     oracles = _lines(bench / "private" / "oracle.v2.jsonl")
@@ -193,8 +194,8 @@ def test_planted_leak_in_v2_file_is_found(
 def test_interaction_structure_is_held_out_for_test(pair: tuple[pathlib.Path, ...],
                                                     tmp_path: pathlib.Path) -> None:
     """The interaction incident world appears in the test split's bench and never in dev's."""
-    _, nxt = pair
-    dev = json.loads((nxt / "private" / "manifest.json").read_text())["structures_v2"]
+    _, with_families = pair
+    dev = json.loads((with_families / "private" / "manifest.json").read_text())["structures_v2"]
     assert "interaction_incident" not in dev and "incident" in dev
     build_split("test", 3, 11, tmp_path / "t", families="incident")
     test = json.loads((tmp_path / "t" / "private" / "manifest.json").read_text())
@@ -205,8 +206,8 @@ def test_audit_checks_v2_twins_and_listing(pair: tuple[pathlib.Path, ...]) -> No
     """`causal audit` on a families bench: every v2 twin pair has one skin-free form."""
     from rungbench.causal.bench.audit import audit_bench
 
-    _, nxt = pair
-    result = audit_bench(nxt)
+    _, with_families = pair
+    result = audit_bench(with_families)
     sk = result["skin_structure_v2"]
     assert sk["pairs"] > 20 and sk["mismatched"] == 0
     assert result["listing_order_v2"]["pass"] and result["skin_structure_v2"]["pass"]
@@ -217,8 +218,8 @@ def test_audit_catches_a_twin_that_reads_differently(pair: tuple[pathlib.Path, .
     """Reordering the evidence of one domain-skin question makes its twin pair mismatch."""
     from rungbench.causal.bench.audit import skin_structure_audit
 
-    _, nxt = pair
-    cases = _lines(nxt / "public" / "cases.v2.jsonl")
+    _, with_families = pair
+    cases = _lines(with_families / "public" / "cases.v2.jsonl")
     i = next(i for i, c in enumerate(cases)
              if c["item_type"] == "posterior" and c["skin"] != "nonsense")
     head, tail = cases[i]["question"].removeprefix("Given ").split(", what is ")

@@ -1,4 +1,4 @@
-"""Scorer agreement on the next-stage families: hand cases, hand episodes, 1,000 generated."""
+"""Scorer agreement on the episode families: hand cases, hand episodes, 1,000 generated."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import ast
 import pathlib
 
 from rungbench.causal.checks import second_scorer
-from rungbench.causal.checks.agreement import next_agreement, next_hand_cases
+from rungbench.causal.checks.agreement import episode_agreement, episode_hand_cases
 
 
 def test_hand_cases_cover_every_family() -> None:
-    """At least five hand cases per next-stage family."""
-    cases = next_hand_cases()
+    """At least five hand cases per episode family."""
+    cases = episode_hand_cases()
     fams: dict[str, int] = {}
     for c in cases:
         fams[c["oracle"]["family"]] = fams.get(c["oracle"]["family"], 0) + 1
@@ -20,7 +20,7 @@ def test_hand_cases_cover_every_family() -> None:
 
 def test_agreement_hand_100_generated_99() -> None:
     """Both scorers match every hand verdict and episode and agree on ≥ 99% of 1,000."""
-    r = next_agreement(1000, 20261003)
+    r = episode_agreement(1000, 20261003)
     assert r["hand"]["rate"] == 1.0, r["hand"]["disagreements"][:3]
     assert all(e["agree"] for e in r["episodes"])
     assert r["generated"]["n"] == 1000 and r["generated"]["rate"] >= 0.99

@@ -1,4 +1,4 @@
-"""Next-stage items: oracle agent 100%, signature labels ≥ 95%, twins, revision metrics."""
+"""Episode-family items: oracle agent 100%, signature labels ≥ 95%, twins, revision metrics."""
 
 from __future__ import annotations
 
@@ -6,23 +6,27 @@ from collections import Counter
 
 import pytest
 
-from rungbench.causal.bench.next_families import build_next_world
-from rungbench.causal.bench.next_scorer import score2
-from rungbench.causal.bench.records import NEXT_FAMILIES, PrivateOracle2
-from rungbench.causal.bench.reference_agents import NEXT_POLICIES, NEXT_SIGNATURES, next_answer
+from rungbench.causal.bench.episode_items import build_episode_world
+from rungbench.causal.bench.episode_scorer import score_episode_case
+from rungbench.causal.bench.records import EPISODE_FAMILIES, EpisodeOracle
+from rungbench.causal.bench.reference_agents import (
+    EPISODE_POLICIES,
+    EPISODE_SIGNATURES,
+    episode_answer,
+)
 from rungbench.causal.bench.revision import pooled_revision_metrics
-from rungbench.causal.bench.taxonomy import next_failure_labels
+from rungbench.causal.bench.taxonomy import episode_failure_labels
 
 
 @pytest.fixture(scope="module")
-def oracles() -> list[PrivateOracle2]:
+def oracles() -> list[EpisodeOracle]:
     """Oracle records of 40 generated worlds."""
-    return [o for s in range(40) for o in build_next_world("dev", 900 + s)[1]]
+    return [o for s in range(40) for o in build_episode_world("dev", 900 + s)[1]]
 
 
-def test_every_family_built(oracles: list[PrivateOracle2]) -> None:
-    """All five next-stage families yield items, each with a nonsense-skin twin."""
-    assert set(Counter(o.family for o in oracles)) == set(NEXT_FAMILIES)
+def test_every_family_built(oracles: list[EpisodeOracle]) -> None:
+    """All five episode families yield items, each with a nonsense-skin twin."""
+    assert set(Counter(o.family for o in oracles)) == set(EPISODE_FAMILIES)
     by_id = {o.case_id: o for o in oracles}
     for o in oracles:
         twin = by_id[o.cf_link or ""]
@@ -33,31 +37,31 @@ def test_every_family_built(oracles: list[PrivateOracle2]) -> None:
 
 def test_deterministic() -> None:
     """The same world seed gives identical records."""
-    assert build_next_world("dev", 5)[1] == build_next_world("dev", 5)[1]
+    assert build_episode_world("dev", 5)[1] == build_episode_world("dev", 5)[1]
 
 
-def test_oracle_agent_scores_all_right(oracles: list[PrivateOracle2]) -> None:
+def test_oracle_agent_scores_all_right(oracles: list[EpisodeOracle]) -> None:
     """The oracle agent is correct or justified-abstaining on every item."""
-    outcomes = Counter(score2(o, next_answer("oracle", o)).outcome for o in oracles)
+    outcomes = Counter(score_episode_case(o, episode_answer("oracle", o)).outcome for o in oracles)
     assert set(outcomes) <= {"correct", "justified_abstain"}
 
 
-@pytest.mark.parametrize("name", sorted(NEXT_SIGNATURES))
-def test_signature_label_on_95_percent(name: str, oracles: list[PrivateOracle2]) -> None:
+@pytest.mark.parametrize("name", sorted(EPISODE_SIGNATURES))
+def test_signature_label_on_95_percent(name: str, oracles: list[EpisodeOracle]) -> None:
     """Each confused reference agent fails, and carries its label on ≥ 95% of its failures."""
     labelled = []
     for o in oracles:
-        r = next_answer(name, o)
-        labels = next_failure_labels(o, r, score2(o, r))
+        r = episode_answer(name, o)
+        labels = episode_failure_labels(o, r, score_episode_case(o, r))
         if labels:
-            labelled.append(NEXT_SIGNATURES[name] in labels)
+            labelled.append(EPISODE_SIGNATURES[name] in labels)
     assert len(labelled) >= 10
     assert sum(labelled) / len(labelled) >= 0.95
 
 
-def test_stale_agent_revision_metrics(oracles: list[PrivateOracle2]) -> None:
+def test_stale_agent_revision_metrics(oracles: list[EpisodeOracle]) -> None:
     """The oracle revises on every changed reference; the stale agent keeps refuted beliefs."""
-    episodes: dict[str, list[PrivateOracle2]] = {}
+    episodes: dict[str, list[EpisodeOracle]] = {}
     for o in oracles:
         if o.family == "sequential_revision":
             episodes.setdefault(o.episode_id, []).append(o)
@@ -68,7 +72,7 @@ def test_stale_agent_revision_metrics(oracles: list[PrivateOracle2]) -> None:
         for stages in episodes.values():
             rows = []
             for o in sorted(stages, key=lambda x: x.stage):
-                r = next_answer(name, o)
+                r = episode_answer(name, o)
                 rows.append((o.identified_set or [], r.label if r.status == "answer" else None))
             eps.append(rows)
         return pooled_revision_metrics(eps)
@@ -81,4 +85,4 @@ def test_stale_agent_revision_metrics(oracles: list[PrivateOracle2]) -> None:
 
 def test_all_policies_known() -> None:
     """Every signature belongs to a policy."""
-    assert set(NEXT_SIGNATURES) <= set(NEXT_POLICIES)
+    assert set(EPISODE_SIGNATURES) <= set(EPISODE_POLICIES)

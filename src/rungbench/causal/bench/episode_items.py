@@ -1,4 +1,5 @@
-"""Records/2 cases of the next-stage families from one world seed (issue 19).
+"""Records/2 cases of the episode families from one world seed (seed 003 "Task families and
+generator coverage", the rows marked "next stage").
 
 Per world seed: one incident world gives a diagnosis item (name the cause, choose
 a repair), an experiment item (choose a probe) and a three-stage revision
@@ -40,10 +41,10 @@ from rungbench.causal.bench.provenance import (
     draw_provenance,
 )
 from rungbench.causal.bench.records import (
-    Evidence2,
+    EpisodeCase,
+    EpisodeEvidence,
+    EpisodeOracle,
     Intervention,
-    PrivateOracle2,
-    PublicCase2,
 )
 from rungbench.causal.bench.revision import RevisionStage, draw_revision
 from rungbench.causal.bench.skins import DOMAIN_SKINS, Skin, draw_skin
@@ -66,8 +67,8 @@ POSTERIOR_ASSUMPTIONS = [
 
 
 @dataclass(frozen=True)
-class NextItem:
-    """One next-stage item in world names, before skinning."""
+class EpisodeItem:
+    """One episode-family item in world names, before skinning."""
 
     key: str
     """Slot within the world."""
@@ -99,16 +100,16 @@ class NextItem:
     """Posterior items."""
 
 
-def incident_items(rng: np.random.Generator, world_id: str) -> list[NextItem]:
+def incident_items(rng: np.random.Generator, world_id: str) -> list[EpisodeItem]:
     """Diagnosis, experiment and revision items of one incident world."""
     iw = draw_incident_world(rng, world_id)
     inc = draw_incident(iw, rng)
     d = inc.diagnosis()
     out = [
-        NextItem("diagnose", "root_cause_debugging", "diagnosis", "incident", iw.world, "e0",
-                 diagnosis=d, iw=iw, true_cause=inc.fault),
-        NextItem("experiment", "active_experiments", "experiment", "incident", iw.world, "e0",
-                 diagnosis=d, iw=iw, true_cause=inc.fault),
+        EpisodeItem("diagnose", "root_cause_debugging", "diagnosis", "incident", iw.world, "e0",
+                    diagnosis=d, iw=iw, true_cause=inc.fault),
+        EpisodeItem("experiment", "active_experiments", "experiment", "incident", iw.world, "e0",
+                    diagnosis=d, iw=iw, true_cause=inc.fault),
     ]
     stages = draw_revision(iw, rng)
     if stages is not None:
@@ -120,42 +121,42 @@ OMITTED_JOINT_CAUSE = "omitted_joint_cause"
 """Taxonomy label (seed 003): names one of two jointly necessary causes as sufficient."""
 
 
-def interaction_items(rng: np.random.Generator, world_id: str) -> list[NextItem]:
+def interaction_items(rng: np.random.Generator, world_id: str) -> list[EpisodeItem]:
     """One diagnosis item of an interaction incident world (two jointly necessary faults)."""
     iw = draw_interaction_world(rng, f"{world_id}j")
     inc = draw_incident(iw, rng)
-    return [NextItem("interaction", "root_cause_debugging", "diagnosis", "interaction_incident",
-                     iw.world, "e4", diagnosis=inc.diagnosis(), iw=iw, true_cause=inc.fault)]
+    return [EpisodeItem("interaction", "root_cause_debugging", "diagnosis", "interaction_incident",
+                        iw.world, "e4", diagnosis=inc.diagnosis(), iw=iw, true_cause=inc.fault)]
 
 
-def revision_items(stages: Sequence[RevisionStage]) -> list[NextItem]:
+def revision_items(stages: Sequence[RevisionStage]) -> list[EpisodeItem]:
     """One diagnosis item per stage of a revision episode."""
     out = []
     prev: tuple[str, ...] | None = None
     for st in stages:
         iw = st.diagnosis.iw
-        out.append(NextItem(f"revise{st.stage}", "sequential_revision", "diagnosis",
-                            "incident", iw.world, "e1", stage=st.stage, diagnosis=st.diagnosis,
-                            iw=iw, true_cause=st.fault, stale=st.stale, previous_set=prev,
-                            revised=st.revised))
+        out.append(EpisodeItem(f"revise{st.stage}", "sequential_revision", "diagnosis",
+                               "incident", iw.world, "e1", stage=st.stage, diagnosis=st.diagnosis,
+                               iw=iw, true_cause=st.fault, stale=st.stale, previous_set=prev,
+                               revised=st.revised))
         prev = tuple(st.diagnosis.identified_set)
     return out
 
 
-def posterior_items(rng: np.random.Generator, world_id: str) -> list[NextItem]:
+def posterior_items(rng: np.random.Generator, world_id: str) -> list[EpisodeItem]:
     """One provenance and one negative-evidence posterior item."""
     prov = draw_provenance(rng, f"{world_id}p")
     neg = draw_negative_evidence(rng, f"{world_id}n")
     return [
-        NextItem("provenance", "provenance_source_dependence", "posterior", "provenance",
-                 prov.world, "e2", posterior=prov),
-        NextItem("negative", "negative_evidence", "posterior", "negative_evidence",
-                 neg.world, "e3", posterior=neg),
+        EpisodeItem("provenance", "provenance_source_dependence", "posterior", "provenance",
+                    prov.world, "e2", posterior=prov),
+        EpisodeItem("negative", "negative_evidence", "posterior", "negative_evidence",
+                    neg.world, "e3", posterior=neg),
     ]
 
 
-def next_world_id(split: str, world_seed: int) -> str:
-    """Opaque world id of a next-stage world (hash of split and seed; seed not recoverable)."""
+def episode_world_id(split: str, world_seed: int) -> str:
+    """Opaque world id of an episode-family world (hash of split and seed; seed not recoverable)."""
     h = hashlib.sha256(f"rungbench.causal.world/2|{split}|{world_seed}".encode()).hexdigest()
     return f"x{h[:10]}"
 
@@ -165,8 +166,8 @@ def _derived(world_seed: int, purpose: str) -> int:
     return int.from_bytes(h[:8], "big")
 
 
-def world_items(world_seed: int, world_id: str) -> list[NextItem]:
-    """Every next-stage item of one world seed, in a fixed slot order."""
+def world_items(world_seed: int, world_id: str) -> list[EpisodeItem]:
+    """Every episode-family item of one world seed, in a fixed slot order."""
     rng = np.random.default_rng(world_seed)
     items = incident_items(rng, world_id) + posterior_items(rng, world_id)
     joint_rng = np.random.default_rng(_derived(world_seed, "interaction"))
@@ -197,7 +198,7 @@ def probe_id(probe: str, skin: Skin) -> str:
     return probe if probe == ACT_NOW else f"probe:{skin.rename(probe)}"
 
 
-def _incident_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
+def _incident_case(item: EpisodeItem, skin: Skin, shuffle: int) -> dict[str, Any]:
     d, iw = item.diagnosis, item.iw
     assert d is not None and iw is not None
     tools = tool_outputs(iw, d.evidence)
@@ -222,7 +223,7 @@ def _incident_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
                     "(action), or ask for more evidence (need_info, optionally naming an "
                     "experiment).")
         fmt = "status|label|action|experiment|confidence"
-    return {"evidence": Evidence2(kind="telemetry", payload=payload), "question": question,
+    return {"evidence": EpisodeEvidence(kind="telemetry", payload=payload), "question": question,
             "query": {"hypotheses": payload["hypotheses"]}, "menu": menu, "fmt": fmt,
             "assumptions": INCIDENT_ASSUMPTIONS, "tools": ["logs", "metrics", "calc"]}
 
@@ -233,7 +234,7 @@ def _cost(iw: IncidentWorld, action: str) -> float:
     return iw.restart_cost if action == "restart_service" else 0.0
 
 
-def _posterior_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
+def _posterior_case(item: EpisodeItem, skin: Skin, shuffle: int) -> dict[str, Any]:
     p = item.posterior
     assert p is not None
     target, evidence = skin.rename_event(p.target), skin.rename_event(p.evidence)
@@ -242,8 +243,8 @@ def _posterior_case(item: NextItem, skin: Skin, shuffle: int) -> dict[str, Any]:
     # (sorting by skinned name would order the twins differently).
     listing = [v["name"] for v in p.world.to_json(seed=shuffle)["variables"]]
     ev = ", ".join(f"{skin.rename(k)}={p.evidence[k]}" for k in listing if k in p.evidence)
-    return {"evidence": Evidence2(kind="mechanism",
-                                  payload=_rename_world(p.world, skin, shuffle)),
+    return {"evidence": EpisodeEvidence(kind="mechanism",
+                                        payload=_rename_world(p.world, skin, shuffle)),
             "question": f"Given {ev}, what is P({tgt})?",
             "query": {"rung": 1, "target": target, "evidence": evidence}, "menu": [],
             "fmt": "status|value|confidence", "assumptions": POSTERIOR_ASSUMPTIONS,
@@ -258,7 +259,7 @@ def _hyps(items: Sequence[str], iw: IncidentWorld, skin: Skin) -> list[str]:
     return [hypothesis_id(h, iw, skin) for h in items]
 
 
-def _incident_oracle(item: NextItem, skin: Skin) -> dict[str, Any]:
+def _incident_oracle(item: EpisodeItem, skin: Skin) -> dict[str, Any]:
     d, iw = item.diagnosis, item.iw
     assert d is not None and iw is not None and item.true_cause is not None
     ident = d.identified_set
@@ -291,7 +292,7 @@ def _incident_oracle(item: NextItem, skin: Skin) -> dict[str, Any]:
     return fields
 
 
-def _posterior_oracle(item: NextItem, skin: Skin) -> dict[str, Any]:
+def _posterior_oracle(item: EpisodeItem, skin: Skin) -> dict[str, Any]:
     p = item.posterior
     assert p is not None
     value = p.value
@@ -305,13 +306,13 @@ def _posterior_oracle(item: NextItem, skin: Skin) -> dict[str, Any]:
             "estimand": f"P({p.target}|{dict(p.evidence)})"}
 
 
-def render_next(item: NextItem, skin: Skin, *, case_id: str, twin: str, world_id: str,
-                world_seed: int, shuffle: int) -> tuple[PublicCase2, PrivateOracle2]:
-    """Render one next-stage item under ``skin`` into its public case and oracle record."""
+def render_episode_item(item: EpisodeItem, skin: Skin, *, case_id: str, twin: str, world_id: str,
+                        world_seed: int, shuffle: int) -> tuple[EpisodeCase, EpisodeOracle]:
+    """Render one episode-family item under ``skin`` into its public case and oracle record."""
     parts = _incident_case(item, skin, shuffle) if item.posterior is None \
         else _posterior_case(item, skin, shuffle)
     episode_id = f"{world_id}-{item.episode}"
-    case = PublicCase2(
+    case = EpisodeCase(
         case_id=case_id, world_id=world_id, episode_id=f"{episode_id}{skin.name[0]}",
         family=item.family, item_type=item.item_type,  # type: ignore[arg-type]
         rung="observation", skin=skin.name, stage=item.stage, question=parts["question"],
@@ -320,7 +321,7 @@ def render_next(item: NextItem, skin: Skin, *, case_id: str, twin: str, world_id
         answer_format=parts["fmt"])
     fields = _incident_oracle(item, skin) if item.posterior is None \
         else _posterior_oracle(item, skin)
-    orc = PrivateOracle2(
+    orc = EpisodeOracle(
         case_id=case_id, world_id=world_id, episode_id=f"{episode_id}{skin.name[0]}",
         stage=item.stage, family=item.family, structure=item.structure, skin=skin.name,
         item_type=item.item_type, rung=1,  # type: ignore[arg-type]
@@ -330,16 +331,16 @@ def render_next(item: NextItem, skin: Skin, *, case_id: str, twin: str, world_id
 
 
 @dataclass(frozen=True)
-class NextWorld:
-    """Every rendered next-stage case of one world seed."""
+class EpisodeWorld:
+    """Every rendered episode-family case of one world seed."""
 
     world_id: str
     """Opaque world id."""
     seed: int
     """Private world seed."""
-    cases: tuple[PublicCase2, ...]
+    cases: tuple[EpisodeCase, ...]
     """Public cases (domain and nonsense skins)."""
-    oracles: tuple[PrivateOracle2, ...]
+    oracles: tuple[EpisodeOracle, ...]
     """Private oracle records, aligned with ``cases``."""
     forward_excess: int
     """Forward-listed minus backward-listed edges over the rendered episodes' listings."""
@@ -347,10 +348,10 @@ class NextWorld:
     """(episode key, world shown at its first stage), for the private world records."""
 
 
-def render_next_world(split: str, world_seed: int, running_excess: int = 0,
-                      families: frozenset[str] | None = None,
-                      exclude: frozenset[str] = frozenset()) -> NextWorld:
-    """Render the next-stage items of one world seed (only ``families``, when given).
+def render_episode_world(split: str, world_seed: int, running_excess: int = 0,
+                         families: frozenset[str] | None = None,
+                         exclude: frozenset[str] = frozenset()) -> EpisodeWorld:
+    """Render the episode-family items of one world seed (only ``families``, when given).
 
     Items whose structure is in ``exclude`` are left out (a split's held-out structures).
 
@@ -360,8 +361,10 @@ def render_next_world(split: str, world_seed: int, running_excess: int = 0,
     Case ids keep the slot of the unfiltered item list, so a case's id does not depend
     on which families a build selects.
     """
-    world_id = next_world_id(split, world_seed)
+    world_id = episode_world_id(split, world_seed)
     items = world_items(world_seed, world_id)
+    # The "next-…" purposes are hashed into the skin and listing draws: kept as first
+    # written, so a world seed renders the same cases.
     rng = np.random.default_rng(_derived(world_seed, "next-skins"))
     domain = DOMAIN_SKINS[int(rng.integers(len(DOMAIN_SKINS)))]
     cases, oracles = [], []
@@ -387,24 +390,24 @@ def render_next_world(split: str, world_seed: int, running_excess: int = 0,
         shuffle = listings[item.episode]
         ids = (f"{world_id}-q{slot:02d}d", f"{world_id}-q{slot:02d}n")
         for skin, cid, twin in ((pair[0], ids[0], ids[1]), (pair[1], ids[1], ids[0])):
-            c, o = render_next(item, skin, case_id=cid, twin=twin, world_id=world_id,
-                               world_seed=world_seed, shuffle=shuffle)
+            c, o = render_episode_item(item, skin, case_id=cid, twin=twin, world_id=world_id,
+                                       world_seed=world_seed, shuffle=shuffle)
             cases.append(c)
             oracles.append(o)
-    return NextWorld(world_id, world_seed, tuple(cases), tuple(oracles), excess, tuple(worlds))
+    return EpisodeWorld(world_id, world_seed, tuple(cases), tuple(oracles), excess, tuple(worlds))
 
 
-def build_next_world(split: str, world_seed: int
-                     ) -> tuple[list[PublicCase2], list[PrivateOracle2]]:
-    """Every next-stage case of one world seed under a domain skin and the nonsense skin."""
-    built = render_next_world(split, world_seed)
+def build_episode_world(split: str, world_seed: int
+                     ) -> tuple[list[EpisodeCase], list[EpisodeOracle]]:
+    """Every episode-family case of one world seed under a domain skin and the nonsense skin."""
+    built = render_episode_world(split, world_seed)
     return list(built.cases), list(built.oracles)
 
 
-def _all_names(item: NextItem) -> list[str]:
+def _all_names(item: EpisodeItem) -> list[str]:
     return sorted(item.world.names)
 
 
-def oracle_lookup(oracles: Sequence[PrivateOracle2]) -> Mapping[str, PrivateOracle2]:
+def oracle_lookup(oracles: Sequence[EpisodeOracle]) -> Mapping[str, EpisodeOracle]:
     """Oracle records keyed by case id."""
     return {o.case_id: o for o in oracles}

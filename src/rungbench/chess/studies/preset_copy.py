@@ -1,0 +1,63 @@
+"""A bundled preset copied for one's own models (``rungbench design new NAME --model LABEL``).
+
+A chess preset registers its models by label, and some registered figures follow from how
+many there are: A105's ``planned_cells``, its Holm family and primary tests (one board and
+one legal-list test per model); E020/E021's and E022's ``[cells] total``. Copying a preset
+for other labels rewrites exactly those lines — each figure scaled from the preset's own
+per-model count, never typed anew — and leaves every other byte, comment included, as
+registered. The copy parses back to the labels given (checked here), and is then checked
+like any preset when it is bound.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Sequence
+from typing import Any
+
+from rungbench.agents.spec import check_label
+from rungbench.errors import InputError
+
+
+def _line(text: str, key: str, value: Any, source: str) -> str:
+    """``text`` with the one ``key = ...`` line set to ``value`` (TOML)."""
+    pattern = re.compile(rf"^{re.escape(key)} = .*$", re.M)
+    if len(pattern.findall(text)) != 1:
+        raise InputError(f"the preset does not hold exactly one {key!r} line to rewrite",
+                         path=source, field=key)
+    return pattern.sub(lambda _: f"{key} = {json.dumps(value)}", text)
+
+
+def for_models(text: str, labels: Sequence[str], *, source: str) -> str:
+    """The preset TOML ``text`` registered for ``labels`` instead of its own models."""
+    for label in labels:
+        check_label(label)
+    if not labels or len(set(labels)) != len(labels):
+        raise InputError("give one or more distinct model labels", field="model")
+    document = tomllib.loads(text)
+    schedule = document.get("schedule", {})
+    old = schedule.get("models")
+    if not isinstance(old, list) or not old:
+        raise InputError("this preset registers no models to replace (any label runs it)",
+                         path=source, field="schedule.models")
+    out = _line(text, "models", list(labels), source)
+    per = len(labels) / len(old)
+    if "planned_cells" in schedule:
+        out = _line(out, "planned_cells", round(schedule["planned_cells"] * per), source)
+    analysis = document.get("analysis", {})
+    if "primary_tests" in analysis:
+        factors = sorted({t.split(":", 1)[1] for t in analysis["primary_tests"]},
+                         key=[t.split(":", 1)[1] for t in analysis["primary_tests"]].index)
+        tests = [f"{label}:{factor}" for label in labels for factor in factors]
+        out = _line(out, "primary_tests", tests, source)
+        if "holm_family_size" in analysis:
+            out = _line(out, "holm_family_size", len(tests), source)
+    cells = document.get("cells", {})
+    if "total" in cells:
+        out = _line(out, "total", round(cells["total"] * per), source)
+    if tomllib.loads(out).get("schedule", {}).get("models") != list(labels):
+        raise InputError("the copy does not register the labels given", path=source,
+                         field="schedule.models")
+    return out
