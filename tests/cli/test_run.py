@@ -207,7 +207,8 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     return {
         "missing schedule file": ([str(tmp_path / "nope.csv"), "--agent", "reference:random"],
                                   "schedule source does not exist"),
-        "no schedule at all": (["--agent", "reference:random"], "give a SCHEDULE"),
+        "no schedule at all": (["--agent", "reference:random"],
+                               "give a schedule source, or a run to resume (argument SCHEDULE)"),
         "unknown reference agent": ([puzzles, "--agent", "reference:grandmaster"],
                                     "unknown reference agent 'grandmaster'"),
         "unset key variable": ([puzzles, "--model", "openai:m", "--base-url",
@@ -448,7 +449,8 @@ def test_out_that_is_a_file_is_one_line_naming_it(tmp_path: Path) -> None:
                                          "--limit", "2", "--out", str(target)])
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"{target}: --out must be a folder" in lines[0], result.stderr
+    expected = f"{target}: the output folder is a file (option --out)"
+    assert len(lines) == 1 and expected in lines[0], result.stderr
 
 
 def _resume(tmp_path: Path, run_id: str, *extra: str) -> tuple[int, str, str]:
@@ -540,3 +542,18 @@ def test_resume_refusal_names_the_differing_agent_setting(tmp_path: Path,
     assert again.exit_code == 3, again.output
     detail = json.loads(again.stdout)["reasons"][0]["detail"]
     assert "agent.timeout_s: 5.0 (run) vs 6.0 (now)" in detail
+
+
+def test_a_library_field_is_shown_as_the_commands_option(tmp_path: Path) -> None:
+    """The library names a field (``api_key_env``); the command's one error line names the
+    option that sets it (``--api-key-env``), and a positional argument by its name."""
+    from rungbench.cli import app
+
+    unset = CliRunner().invoke(app, ["run", str(PUZZLES), "--model", "openai:m", "--base-url",
+                                     "http://127.0.0.1:9/v1", "--api-key-env", "RB_UNSET_VAR_X",
+                                     "--out", str(tmp_path)])
+    assert unset.exit_code == 1 and unset.stderr.strip().endswith("(option --api-key-env)")
+    assert "(field" not in unset.stderr
+    none = CliRunner().invoke(app, ["run", "--agent", "reference:random", "--out",
+                                    str(tmp_path)])
+    assert none.exit_code == 1 and none.stderr.strip().endswith("(argument SCHEDULE)")

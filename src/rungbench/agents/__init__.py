@@ -19,4 +19,13 @@ __all__ = [
     "ToolCall",
     "Usage",
     "classify",
+    "inspect_logs",
+    "loopback",
+    "models_check",
+    "models_file",
+    "openai_provider",
+    "outcomes",
+    "protocol",
+    "providers",
+    "spec",
 ]

@@ -6,3 +6,5 @@ independent checks (Monte Carlo checker, second scorer) and the comparisons that
 them against ``scm`` and ``bench``; ``instrument`` will hold the instrument controls.
 ``causal`` may import every lower layer and never ``chess``, ``demo`` or ``cli``.
 """
+
+__all__ = ["ablations", "bench", "checks", "instrument", "interop", "scm", "tasks"]

@@ -8,3 +8,8 @@ study workspace (``workspace``) and the reference move-choice agents
 E023 and the evaluator). ``chess`` may import every lower layer (``evidence``, ``stats``,
 ``design``, ``agents``, ``execute``) and never ``causal``, ``demo`` or ``cli``.
 """
+
+__all__ = [
+    "engine", "labels", "position", "reference_agents", "studies", "tasks", "transcripts",
+    "workspace"
+]

@@ -24,6 +24,8 @@ from rungbench.cli.demo import demo
 from rungbench.cli.report import report
 from rungbench.cli.run import run
 
+__all__ = ["app", "main"]
+
 app = typer.Typer(
     name="rungbench",
     cls=OneLineErrors,

@@ -28,7 +28,7 @@ def check_params(items: list[str] | None) -> list[str] | None:
     try:
         parse_params(list(items or []))
     except InputError as exc:
-        raise typer.BadParameter(str(exc).removesuffix(" (field '--param')")) from None
+        raise typer.BadParameter(str(exc).removesuffix(" (field 'params')")) from None
     return items
 
 

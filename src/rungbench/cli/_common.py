@@ -77,12 +77,54 @@ def fail(exc: RungbenchError, *, as_json: bool) -> NoReturn:
         else "integrity_error" if isinstance(exc, IntegrityError)
         else "error"
     )
+    text = with_option(exc) if isinstance(exc, InputError) else str(exc)
     if as_json:
-        emit_json({"ok": False, "error": kind, "message": str(exc)})
+        emit_json({"ok": False, "error": kind, "message": text})
     else:
-        err_console.print(f"[bold red]error[/] {escape(_one_line(str(exc)))}", highlight=False,
+        err_console.print(f"[bold red]error[/] {escape(_one_line(text))}", highlight=False,
                           soft_wrap=True)
     raise typer.Exit(EXIT_ERROR)
+
+
+def with_option(exc: InputError) -> str:
+    """An input error's text naming the command's option where the library names a field:
+    ``(field 'base_url')`` becomes ``(option --base-url)`` when the running command has that
+    option (the library knows fields; only the CLI knows flags)."""
+    text = str(exc)
+    if not exc.field:
+        return text
+    flag = option_for(exc.field)
+    suffix = f" (field {exc.field!r})"
+    if flag is None or not text.endswith(suffix):
+        return text
+    kind = "option" if flag.startswith("--") else "argument"
+    return f"{text.removesuffix(suffix)} ({kind} {flag})"
+
+
+def option_for(field: str) -> str | None:
+    """The running command's option (or positional argument, upper-cased) that sets library
+    field ``field`` (its first part for a dotted field), or None. An option matches by its
+    parameter name, by its long flag, or through :data:`rungbench.cli._agents.FLAGS` (agent
+    spec fields)."""
+    from typer._click.globals import get_current_context  # the vendored click of typer
+
+    from rungbench.cli._agents import FLAGS
+
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return None
+    head = field.split(".")[0].lstrip("-").replace("-", "_")
+    wanted = FLAGS.get(head)
+    for param in ctx.command.params:
+        flags = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+        if not flags:  # a positional argument, named as its help shows it
+            if param.name == head:
+                return head.upper()
+            continue
+        names = {param.name, *(f.lstrip("-").replace("-", "_") for f in flags)}
+        if head in names or wanted in flags:
+            return max(flags, key=len) if wanted not in flags else wanted
+    return None
 
 
 def _one_line(text: str) -> str:

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from rungbench.cli._common import JSON_OPTION, command_group, console, emit_json, run
 from rungbench.errors import InputError
-from rungbench.stats._checks import check_alpha, check_count, check_positive, check_power
+from rungbench.stats import check_alpha, check_count, check_positive, check_power
 from rungbench.stats.intervals import binomial_intervals
 from rungbench.stats.power import mcnemar_sample_size, mde
 from rungbench.stats.seeds import SeedFigure, seed_figure_list

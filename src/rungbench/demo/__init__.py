@@ -25,6 +25,16 @@ from typing import Any
 
 from rungbench.errors import RungbenchError
 
+__all__ = [
+    "STAGES",
+    "Stage",
+    "StageOutcome",
+    "StageResult",
+    "demo_document",
+    "publish_report",
+    "run_demo",
+]
+
 
 @dataclass(frozen=True)
 class StageResult:

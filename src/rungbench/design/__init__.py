@@ -5,3 +5,5 @@ synthetic selectors and factorial recovery.
 Nothing here knows chess or causal models; domains render cells, this layer decides
 which cells exist, in what order they run and whether the design is balanced.
 """
+
+__all__ = ["audit", "factorial", "matching", "orders", "presets", "quotas", "registry"]

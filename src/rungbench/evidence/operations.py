@@ -23,7 +23,8 @@ from rungbench.evidence.store import ObjectStore, write_atomic
 def existing_store(root: Path) -> ObjectStore:
     """The store at ``root``; :class:`InputError` naming it when it is not a directory."""
     if root.exists() and not root.is_dir():
-        raise InputError("--store must be a directory, but a file is here", path=str(root))
+        raise InputError("the store must be a directory, but a file is here", path=str(root),
+                         field="store")
     if not root.is_dir():
         raise InputError("no store directory here", path=str(root))
     objects = ObjectStore(root).objects
@@ -38,9 +39,9 @@ def named_files(pairs: list[str] | None) -> dict[str, Path]:
     for pair in pairs or []:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
-            raise InputError(f"expected NAME=FILE, got {pair!r}", field="--input")
+            raise InputError(f"expected NAME=FILE, got {pair!r}", field="input")
         if name in files:
-            raise InputError(f"input {name!r} given twice", field="--input")
+            raise InputError(f"input {name!r} given twice", field="input")
         files[name] = Path(path)
     return files
 
@@ -58,7 +59,8 @@ def naming_files(refusal: Refusal, files: dict[str, Path]) -> Refusal:
 def get_object(store: Path, wanted: str, out: Path | None, force: bool) -> bytes:
     parse_digest(wanted, field="DIGEST")
     if out is not None and out.is_dir():
-        raise InputError("--out is a directory; give a file path", path=str(out))
+        raise InputError("the output is a directory; give a file path", path=str(out),
+                         field="out")
     if out is not None and out.exists() and not force:
         raise InputError("refusing to overwrite an existing file (use --force)", path=str(out))
     data = existing_store(store).get_bytes(wanted)
@@ -78,14 +80,14 @@ def verify_ledger(db: str | Path, anchor: str | None, manifest: Path | None = No
                   ) -> ChainReport:
     """Verify the ledger at ``db`` against ``anchor`` or the ``ledger_head`` of ``manifest``."""
     if anchor is not None and manifest is not None:
-        raise InputError("give --anchor or --anchor-manifest, not both", field="--anchor")
+        raise InputError("give an anchor or an anchor manifest, not both", field="anchor")
     if anchor is not None:
-        parse_digest(anchor, field="--anchor")
+        parse_digest(anchor, field="anchor")
     if manifest is not None:
         anchor = read_manifest(manifest).ledger_head
         if anchor is None:
             raise InputError("the manifest records no ledger_head", path=str(manifest),
-                             field="--anchor-manifest")
+                             field="anchor_manifest")
     return verify_chain(db, anchor=anchor)
 
 
@@ -93,7 +95,10 @@ def append_event(db: str | Path, kind: str, payload: str, anchor: str | None = N
                  ) -> dict[str, Any]:
     """Append one event; with ``anchor``, first require the chain to still contain it (so a
     truncated, replaced or deleted ledger is refused rather than extended or re-created)."""
-    body = loads_canonical(payload.encode("utf-8"), path="--payload")
+    try:
+        body = loads_canonical(payload.encode("utf-8"))
+    except InputError as exc:
+        raise InputError(f"bad payload: {exc}", field="payload") from None
     if anchor is not None:
         verify_ledger(db, anchor).require_ok(str(db))
     with Ledger(db) as ledger:

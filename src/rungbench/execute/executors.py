@@ -277,7 +277,7 @@ def executor_for(kind: ExecutorKind, *, address: str | None = None, workers: int
     """
     if kind == "local":
         if address is not None:
-            raise InputError("--ray-address needs --executor ray", field="ray_address")
+            raise InputError("a Ray address needs the ray executor", field="ray_address")
         yield None
         return
     if kind != "ray":

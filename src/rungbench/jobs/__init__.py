@@ -4,3 +4,5 @@
 :mod:`rungbench.execute.tasks`) and starts or resumes a run with the agent a spec names.
 Above ``chess`` and ``causal`` in the layers, it reaches them only through the registry.
 """
+
+__all__ = ["runs"]

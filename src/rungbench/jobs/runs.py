@@ -81,7 +81,7 @@ def start_or_resume(
     elif fresh is not None:
         schedule = fresh
     else:
-        raise InputError("give a SCHEDULE, or --resume RUN")
+        raise InputError("give a schedule source, or a run to resume", field="schedule")
     task = task_named(schedule.task)
     bench = source if source is not None and source.is_dir() else None
     with open_agent(spec, schedule.task, source=bench, environ=environ) as built:
@@ -119,7 +119,7 @@ def check_out(out: Path) -> None:
     """Refuse an ``--out`` (or its ``runs/``) that is a file, naming the path."""
     for folder in (out, out / "runs"):
         if folder.exists() and not folder.is_dir():
-            raise InputError("--out must be a folder, but a file is there", path=str(folder))
+            raise InputError("the output folder is a file", path=str(folder), field="out")
 
 
 def _resolve_run(out: Path, resume: str) -> Path:
@@ -151,10 +151,10 @@ def parse_params(items: list[str]) -> dict[str, Any]:
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key:
-            raise InputError(f"--param must be KEY=VALUE, got {item!r}", field="--param")
+            raise InputError(f"a parameter is KEY=VALUE, got {item!r}", field="params")
         problem = owned_key_problem(key)
         if problem is not None:
-            raise InputError(f"--param {problem}", field="--param")
+            raise InputError(f"parameter {problem}", field="params")
         try:
             out[key] = json.loads(text)
         except json.JSONDecodeError:
@@ -167,4 +167,5 @@ def seconds(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(part) for part in text.split(",") if part.strip())
     except ValueError as exc:
-        raise InputError(f"--backoff must be comma-separated seconds, got {text!r}") from exc
+        raise InputError(f"waits are comma-separated seconds, got {text!r}",
+                         field="backoff") from exc

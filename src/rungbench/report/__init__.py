@@ -68,4 +68,7 @@ def render_report(root: Path, *, out: Path | None = None,
             "sections": states}
 
 
-__all__ = ["PAGE", "REPORT_DIR", "absent", "collect", "default_out", "render", "render_report"]
+__all__ = [
+    "PAGE", "REPORT_DIR", "absent", "collect", "default_out", "inputs", "render",
+    "render_report",
+]

@@ -2,9 +2,11 @@
 estimands and planning (MDE, McNemar sample size).
 
 Formulas cite the seed sections they implement; ``seed_figures`` recomputes
-every number the seeds print.
+every number the seeds print. The input checks (``check_alpha``, ``check_count``, …) are
+the ones every function here runs, so that a front end can refuse a bad value the same way.
 """
 
+from rungbench.stats._checks import check_alpha, check_count, check_positive, check_power
 from rungbench.stats.bootstrap import (
     MeanTest,
     bootstrap_pvalue,
@@ -56,20 +58,31 @@ __all__ = [
     "binomial_intervals",
     "bonferroni",
     "bonferroni_adjust",
+    "bootstrap",
     "bootstrap_pvalue",
+    "check_alpha",
+    "check_count",
+    "check_positive",
+    "check_power",
     "clopper_pearson",
     "cluster_ratio_draws",
     "cluster_tests",
+    "factorial",
     "factorial_2x2",
     "factorial_2x2_paired",
     "holm",
     "holm_adjust",
     "holm_first_step_alpha",
+    "intervals",
     "mcnemar_power",
     "mcnemar_sample_size",
     "mde",
     "nan_interval",
+    "paired",
     "paired_cluster_bootstrap",
     "paired_summary",
+    "power",
+    "seeds",
+    "sums",
     "wilson",
 ]

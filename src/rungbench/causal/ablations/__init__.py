@@ -13,3 +13,5 @@ three questions; ``prereg`` runs pilot → commit → validate with every look c
 May import ``causal.bench``, ``causal.instrument`` and the lower layers; never
 ``causal.checks`` or ``causal.scm`` directly.
 """
+
+__all__ = ["analysis", "arms", "cells", "planted", "prereg", "runs", "tools"]

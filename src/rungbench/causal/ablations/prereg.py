@@ -248,7 +248,7 @@ def validate(root: Path, matrix: Matrix, candidate: str, bench: Path, agent: Age
     spec = margins["candidates"].get(kind)
     if spec is None:
         raise _refuse("bad_request", f"no committed margins for candidate type {kind!r}",
-                      subject="--type", known=sorted(margins["candidates"]))
+                      subject="kind", known=sorted(margins["candidates"]))
     arm = matrix.arm(candidate)
     matrix.arm(comparator)
     opened = open_bench(bench)

@@ -12,3 +12,9 @@ negative evidence), rendered by ``episode_items``, written by ``episode_build``,
 ``episode_scorer``, compared by ``protocols`` (P2). May import
 ``causal.scm`` and the lower layers; never ``causal.checks``.
 """
+
+__all__ = [
+    "audit", "build", "episode_agents", "episode_build", "episode_items", "episode_runs",
+    "episode_scorer", "episode_tools", "evaluate", "leaks", "protocols", "records",
+    "reference_agents", "report", "requests", "revision", "scorer", "verified"
+]

@@ -386,8 +386,8 @@ before anything is drawn or allocated."""
 def check_world_count(n_worlds: int) -> int:
     """Return ``n_worlds`` if it is in [1, :data:`MAX_WORLDS`]; refuse (``bad_request``)."""
     if not 1 <= n_worlds <= MAX_WORLDS:
-        raise Refusal([Reason("bad_request", f"--worlds must be in [1, {MAX_WORLDS}], got "
-                              f"{n_worlds}", subject="--worlds",
+        raise Refusal([Reason("bad_request", f"the number of worlds must be in [1, "
+                              f"{MAX_WORLDS}], got {n_worlds}", subject="worlds",
                               data={"max_worlds": MAX_WORLDS})], gate="causal build")
     return n_worlds
 
@@ -416,7 +416,7 @@ def build_split(
     check_world_count(n_worlds)
     if split not in STRUCTURES:
         raise Refusal([Reason("bad_request", f"unknown split {split!r}; known: "
-                              f"{', '.join(STRUCTURES)}", subject="--split")],
+                              f"{', '.join(STRUCTURES)}", subject="split")],
                       gate="causal build")
     episodes = None
     if families is not None:

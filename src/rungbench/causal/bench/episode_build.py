@@ -66,8 +66,8 @@ def parse_families(text: str) -> frozenset[str]:
     names = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [n for n in names if n not in FAMILY_NAMES]
     if not names or unknown:
-        raise Refusal([Reason("bad_request", f"unknown --families {unknown or [text]!r}; "
-                              f"known: {', '.join(FAMILY_NAMES)}", subject="--families",
+        raise Refusal([Reason("bad_request", f"unknown families {unknown or [text]!r}; "
+                              f"known: {', '.join(FAMILY_NAMES)}", subject="families",
                               data={"known": list(FAMILY_NAMES)})], gate="causal build")
     return frozenset(FAMILY_NAMES[n] for n in names)
 
@@ -162,5 +162,5 @@ def check_families(families: frozenset[str]) -> frozenset[str]:
     bad = sorted(families - set(EPISODE_FAMILIES))
     if bad or not families:
         raise Refusal([Reason("bad_request", f"not next-stage families: {bad}",
-                              subject="--families")], gate="causal build")
+                              subject="families")], gate="causal build")
     return families

@@ -5,3 +5,5 @@ alone: they import nothing from ``causal.scm`` or ``causal.bench`` (a test parse
 imports). ``validate`` (oracle vs checker) and ``agreement`` (scorer 1 vs scorer 2) are
 the comparisons, so they alone may import both sides.
 """
+
+__all__ = ["agreement", "validate"]

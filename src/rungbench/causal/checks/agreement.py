@@ -340,7 +340,7 @@ def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str,
     ``n_generated`` must lie in [1, :data:`MAX_GENERATED`] (InputError naming ``--n``).
     """
     if not 1 <= n_generated <= MAX_GENERATED:
-        raise InputError(f"must be in [1, {MAX_GENERATED}], got {n_generated}", field="--n")
+        raise InputError(f"must be in [1, {MAX_GENERATED}], got {n_generated}", field="n")
     second = _second_scorer()
     hand = compare_hand(score_dict, second)
     generated = compare(generated_responses(n_generated, seed), score_dict, second)

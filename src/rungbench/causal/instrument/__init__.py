@@ -15,3 +15,8 @@ detector, ``weekly`` the derived numbers and the weekly report.
 
 May import ``causal.scm``, ``causal.bench`` and the lower layers; never ``causal.checks``.
 """
+
+__all__ = [
+    "cases", "census", "claims", "client", "controls", "detector", "graph_store", "logger",
+    "query", "report", "scorers", "weekly"
+]

@@ -183,7 +183,7 @@ def build_world(name: str = "standard") -> World:
     """The world of selection entry ``name`` (``standard``: 40 cases; ``generated``: 200)."""
     doc = selection()
     if name not in ("standard", "generated"):
-        raise InputError(f"unknown case set {name!r}", field="--set")
+        raise InputError(f"unknown case set {name!r}", field="case_set")
     seed = int(doc[name]["seed"])
     rng = np.random.default_rng(seed)
     names = _Names(rng)

@@ -50,7 +50,7 @@ def sample_edges(store: GraphStore, folder: Path, *, n: int = 100, seed: int) ->
     edges = store.edges()
     if len(edges) < n:
         raise InputError(f"the store has {len(edges)} edges, fewer than n = {n}",
-                         path=store.path, field="--n")
+                         path=store.path, field="n")
     picks = sorted(int(i) for i in np.random.default_rng(seed).choice(len(edges), n,
                                                                       replace=False))
     texts = {s.source_id: s.body for s in store.sources()}

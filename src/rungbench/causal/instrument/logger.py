@@ -120,7 +120,7 @@ class LoggerConfig:
     def __post_init__(self) -> None:
         if self.db_url is not None and not is_url(self.db_url):
             raise InputError(f"not a postgresql:// URL: {redact(self.db_url)!r}",
-                             field="--db-url")
+                             field="db_url")
 
     @property
     def store(self) -> str:
@@ -376,12 +376,12 @@ def _target_user(config: LoggerConfig) -> pwd.struct_passwd | None:
     try:
         user = pwd.getpwnam(config.user)
     except KeyError as exc:
-        raise InputError(f"no such user {config.user!r}", field="--user") from exc
+        raise InputError(f"no such user {config.user!r}", field="user") from exc
     if os.geteuid() != 0 and user.pw_uid != os.geteuid():
         raise Refusal([Reason("not_root", f"only root can switch to user {config.user!r}")],
                       gate="logger start")
     if user.pw_uid == 0:
-        raise Refusal([Reason("root_user", "--user must name an unprivileged user")],
+        raise Refusal([Reason("root_user", "the user to run as must be an unprivileged user")],
                       gate="logger start")
     return user
 

@@ -320,7 +320,7 @@ def check_loopback(url: str, *, allow_remote: bool) -> str:
     """``url`` if it is http(s) on a loopback host; InputError otherwise (unless allowed)."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError(f"not an http URL: {url!r}", field="--query")
+        raise InputError(f"not an http URL: {url!r}", field="query")
     host = parts.hostname
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
@@ -328,7 +328,7 @@ def check_loopback(url: str, *, allow_remote: bool) -> str:
         loopback = False
     if not loopback and not allow_remote:
         raise InputError(f"{host} is not a loopback address; pass --allow-remote to send "
-                         "queries off this machine", field="--query")
+                         "queries off this machine", field="query")
     return url
 
 
@@ -338,7 +338,7 @@ def load_tool(spec: str, *, timeout: float = 5.0, allow_remote: bool = False) ->
         return BUILTIN[spec]
     if spec.startswith(("http://", "https://")):
         return HttpTool(check_loopback(spec, allow_remote=allow_remote), timeout)
-    return cast(CausalTool, _entry_point(spec, "--query"))
+    return cast(CausalTool, _entry_point(spec, "query"))
 
 
 def _entry_point(spec: str, option: str) -> Any:

@@ -125,7 +125,7 @@ def load_scorer(spec: str) -> Scorer:
     """``strict`` · ``lenient`` · ``module:function`` taking JSON objects."""
     if spec in BUILTIN:
         return BUILTIN[spec]
-    user = entry_point(spec, "--scorer")
+    user = entry_point(spec, "scorer")
 
     def adapted(gold: Gold, answer: ToolResponse, aliases: Mapping[str, str]) -> bool:
         return bool(user(gold.to_json(), answer.to_json(), dict(aliases)))

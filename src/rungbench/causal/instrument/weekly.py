@@ -363,7 +363,7 @@ def parse_window(start: str, days: int = 7) -> Window:
     try:
         s = datetime.fromisoformat(start + "T00:00:00+00:00")
     except ValueError as exc:
-        raise InputError(f"not a date: {start!r}", field="--week") from exc
+        raise InputError(f"not a date: {start!r}", field="week") from exc
     return Window(s, s + timedelta(days=days))
 
 

@@ -8,3 +8,5 @@ sealed import directories that carry the CPT encoding and its coupling caveat;
 Sits beside ``causal.bench``: may import ``causal.scm`` and ``causal.bench``, never
 ``causal.checks`` or ``causal.instrument``.
 """
+
+__all__ = ["bif", "cladder", "cladder_inspect", "export", "imports", "inspect_bridge"]

@@ -213,7 +213,8 @@ def load_any(directory: Path, model_id: int | None) -> Imported:
     kind = read_seal(directory).get("kind")
     if kind == IMPORT_KIND:
         if model_id is not None:
-            raise InputError("--model applies to CLadder imports only", field="model")
+            raise InputError("a CLadder model id applies to CLadder imports only",
+                             field="cladder_model")
         return load_import(directory)
     if model_id is None:
         raise InputError("a CLadder import holds many worlds: name one with --model",

@@ -10,3 +10,8 @@ SCMs with the same observed joint) and ``structure`` (CPDAG, mixed graphs) answe
 graph questions. May import the lower layers only: never ``causal.bench``,
 ``causal.checks`` or ``causal.instrument``.
 """
+
+__all__ = [
+    "cpts", "elimination", "enumeration", "estimands", "identify", "joint", "mechanisms", "motifs",
+    "oracle", "random_dag", "structure", "witness", "world"
+]

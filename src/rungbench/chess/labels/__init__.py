@@ -8,3 +8,5 @@ holds the seed's stability and class rules; ``publish`` writes the stage all or 
 ``chess`` top level and the lower layers; never ``chess.transcripts``, ``chess.studies``
 or ``causal``.
 """
+
+__all__ = ["cohort", "config", "idle", "label", "pool", "qualify", "stability", "stage_records"]

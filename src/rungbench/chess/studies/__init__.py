@@ -29,3 +29,9 @@ estimands; ``ladder_audit`` the outcome-blind E020/E021 and E022 rendering audit
 ``rungbench design audit e020|e022``; ``planted`` the planted-mechanism agents served on loopback;
 ``study`` the freeze → bind → run → evaluate → status chain.
 """
+
+__all__ = [
+    "analysis", "analysis_report", "audits", "bindings", "budget", "cells", "evaluation",
+    "evaluator", "ladder", "manifest", "move_choice", "planted", "preset_copy", "study",
+    "successor_records", "wdl_model", "wording"
+]

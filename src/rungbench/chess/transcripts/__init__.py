@@ -6,3 +6,5 @@ native corpus (``corpus``, written by the game ``harness``) and counts same-posi
 transitions with exact intervals (``census``). May import the ``chess`` top level and the
 lower layers; never ``chess.labels``, ``chess.studies`` or ``causal``.
 """
+
+__all__ = ["census", "corpus", "dispatch", "frozen", "harness", "play"]
