@@ -48,7 +48,8 @@ LAYER_FACES: dict[str, list[str]] = {
     ],
     "stats": [
         "BinomialIntervals", "FactorialEstimands", "FactorialIntervals", "McNemarSampleSize",
-        "MeanTest", "MinimumDetectableEffect", "PairedDelta", "PairedSummary",
+        "MeanTest", "MinimumDetectableEffect", "PairedDelta", "PairedSummary", "adjust",
+        "proportion_interval",
         "benjamini_hochberg", "benjamini_hochberg_adjust", "binomial_intervals", "bonferroni",
         "bonferroni_adjust", "bootstrap", "bootstrap_pvalue", "check_alpha", "check_count",
         "check_positive", "check_power", "clopper_pearson", "cluster_ratio_draws",
@@ -57,7 +58,8 @@ LAYER_FACES: dict[str, list[str]] = {
         "mcnemar_sample_size", "mde", "nan_interval", "paired", "paired_cluster_bootstrap",
         "paired_summary", "power", "seeds", "sums", "wilson",
     ],
-    "design": ["audit", "factorial", "matching", "orders", "presets", "quotas", "registry"],
+    "design": ["audit", "factorial", "matching", "orders", "preset_models", "presets", "quotas",
+               "registry", "schema"],
     "jobs": ["runs"],
     "report": [
         "PAGE", "REPORT_DIR", "absent", "collect", "default_out", "inputs", "render",

@@ -112,7 +112,7 @@ def test_gate_names_each_failed_condition(change: dict[str, object], code: str) 
 
 def test_gate_holm_uses_registered_family_size() -> None:
     """p = 0.02 passes a family of one but not Holm over four (0.02 > 0.05/4)."""
-    single = GateRules(alpha=0.05, holm_family_size=1, primary_split="held_out",
+    single = GateRules(alpha=0.05, family_size=1, primary_split="held_out",
                        sensitivities=())
     inputs = _good(family_pvalues={"luna:board": 0.02}, sensitivities={})
     assert claim_gate(inputs, single) == []

@@ -140,13 +140,19 @@ def authorize_cmd(study: Path = STUDY_OPTION,
                   model: list[str] = MODELS_OPTION, route: list[str] = ROUTES_OPTION,
                   by: str = typer.Option(..., "--by", help="Who authorizes the spend."),
                   binding: list[str] = BINDINGS_OPTION,
+                  first_chunk: int = typer.Option(
+                      1, "--first-chunk", min=1, help="Cells a run sends before it knows any "
+                      "per-cell spend (recorded in the authorization)."),
+                  chunk_cap: int = typer.Option(
+                      256, "--chunk-cap", min=1, help="Most cells per chunk once the spend "
+                      "per cell is known (recorded in the authorization)."),
                   as_json: bool = JSON_OPTION) -> None:
     """Freeze a provider-budget authorization; print its digest."""
     from rungbench.chess.studies import budget as bud
 
     def action() -> dict[str, Any]:
         auth = bud.Authorization(max_cells, max_tokens, max_cost, tuple(model), tuple(route),
-                                 by, tuple(binding))
+                                 by, tuple(binding), first_chunk, chunk_cap)
         return {"authorization": bud.freeze_authorization(study, auth), **auth.to_json()}
 
     summary = run(action, as_json=as_json)

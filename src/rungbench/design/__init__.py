@@ -6,4 +6,5 @@ Nothing here knows chess or causal models; domains render cells, this layer deci
 which cells exist, in what order they run and whether the design is balanced.
 """
 
-__all__ = ["audit", "factorial", "matching", "orders", "presets", "quotas", "registry"]
+__all__ = ["audit", "factorial", "matching", "orders", "preset_models", "presets", "quotas",
+           "registry", "schema"]

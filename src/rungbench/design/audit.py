@@ -141,7 +141,7 @@ def _mde_figures(d: FactorialDesign) -> list[Figure]:
     for sd in d.mde_sds:
         tag = f"{round(sd * 100):03d}"
         for label, clusters in (("n", None), ("c", d.mde_clusters)):
-            value = mde(d.mde_n, sd, tests=d.gate.holm_family_size, power=d.mde_power,
+            value = mde(d.mde_n, sd, tests=d.gate.family_size, power=d.mde_power,
                         alpha=d.gate.alpha, clusters=clusters).mde
             denom = d.mde_n if clusters is None else clusters
             key = f"mde_{label}{denom}_sd{tag}"

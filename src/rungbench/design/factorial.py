@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from rungbench.design.registry import require
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.stats import PairedDelta, factorial_2x2, factorial_2x2_paired, holm
 from rungbench.stats.factorial import FactorialEstimands, FactorialIntervals
@@ -207,12 +206,15 @@ class GateRules:
 
     alpha: float
     """Familywise error rate of the primary family."""
-    holm_family_size: int
+    family_size: int
     """Number of primary tests (A105: 2 models × 2 factors = 4)."""
     primary_split: str
     """Only this split supports primary claims (``held_out``)."""
     sensitivities: tuple[str, ...]
     """Analyses under which the conclusion must not reverse."""
+    multiplicity: str = "holm"
+    """How the primary family's p-values are adjusted (``holm``, ``bonferroni`` or
+    ``benjamini_hochberg``)."""
 
 
 @dataclass(frozen=True)
@@ -246,30 +248,6 @@ class MaterialRules:
     min_subset_positions: int
     """A subset sensitivity with fewer complete positions than this is *unsupported*,
     which is material too (an untestable sensitivity cannot clear the gate)."""
-
-    @classmethod
-    def from_table(cls, table: dict[str, Any], *, source: str,
-                   prefix: str = "analysis.material") -> MaterialRules:
-        """Parse a preset's ``[analysis.material]`` table (every key required, typed)."""
-        def get(key: str, kind: type | tuple[type, ...]) -> Any:
-            return require(table, key, kind, source=source, prefix=prefix)
-
-        unknown = sorted(set(table) - {f.name for f in fields(cls)})
-        if unknown:
-            raise InputError(f"unknown key {unknown[0]!r}", path=source,
-                             field=f"{prefix}.{unknown[0]}")
-        rules = cls(tuple(get("subset_sensitivities", list)),
-                    tuple(get("full_sensitivities", list)),
-                    tuple(get("bound_sensitivities", list)),
-                    float(get("min_benefit", (int, float))),
-                    float(get("attrition_spread", (int, float))),
-                    float(get("attrition_alpha", (int, float))),
-                    int(get("min_subset_positions", int)))
-        if not (0.0 <= rules.attrition_spread <= 1.0 and 0.0 < rules.attrition_alpha < 1.0
-                and rules.min_subset_positions >= 2):
-            raise InputError("attrition_spread must be in [0, 1], attrition_alpha in (0, 1) "
-                             "and min_subset_positions >= 2", path=source, field=prefix)
-        return rules
 
     def to_json(self) -> dict[str, Any]:
         """Return the rules as a JSON-ready mapping."""
@@ -340,10 +318,10 @@ def require_claim(inputs: ClaimGateInputs, rules: GateRules) -> None:
 def _multiplicity_reasons(inputs: ClaimGateInputs, rules: GateRules,
                           subject: str) -> list[Reason]:
     keys = sorted(inputs.family_pvalues)
-    if len(keys) != rules.holm_family_size or subject not in inputs.family_pvalues:
+    if len(keys) != rules.family_size or subject not in inputs.family_pvalues:
         return [Reason("family_mismatch",
                        f"primary family has {len(keys)} tests {keys!r}; registered "
-                       f"{rules.holm_family_size} including {subject!r}", subject,
+                       f"{rules.family_size} including {subject!r}", subject,
                        {"tests": keys})]
     pvalues = [inputs.family_pvalues[k] for k in keys]
     if not all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in pvalues):

@@ -7,11 +7,12 @@ naming the preset and the field; the digest of the parsed TOML travels with the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rungbench.design.factorial import GateRules, MaterialRules
 from rungbench.design.latin import Cell, latin_schedule
-from rungbench.design.registry import RegisteredDesign, load_design, require
+from rungbench.design.preset_models import ArmsPreset, FactorialPreset
+from rungbench.design.registry import RegisteredDesign, load_design
+from rungbench.design.schema import PresetModel, parse_preset
 from rungbench.errors import InputError
 
 
@@ -59,13 +60,16 @@ class FactorialDesign:
     """Registered total cell count."""
     planned_requests_per_model: int
     """Registered request count per model."""
-    panels: dict[str, Any]
-    """Renderer constants (mask character, separators)."""
     seed_figures: dict[str, float]
     """Figures the seed prints, for side-by-side reports."""
-    material: MaterialRules | None = None
-    """What counts as a material reversal (``[analysis.material]``; None when the preset
-    registers none, and then no gate-3 analysis can run on it)."""
+    material: MaterialRules
+    """What counts as a material reversal (``[analysis.material]``)."""
+    cluster: str
+    """Cluster unit of the primary bootstrap (``source_game`` or ``position``)."""
+    catastrophic_regret: float
+    """WDL regret at or above which a cell is a catastrophic blunder."""
+    max_retries: int
+    """Provider retries per cell, counted across resumes."""
 
     @property
     def condition_names(self) -> tuple[str, ...]:
@@ -130,6 +134,18 @@ class ArmsDesign:
     """Synthetic primacy bias per slot."""
     seed_figures: dict[str, float]
     """Figures the seed prints, for side-by-side reports."""
+    alpha: float
+    """Level of every interval and test."""
+    multiplicity: str
+    """Adjustment of the secondary family."""
+    cluster: str
+    """Cluster unit of every bootstrap (``position`` or ``source_game``)."""
+    catastrophic_regret: float
+    """WDL regret at or above which a cell is a catastrophic blunder."""
+    max_retries: int
+    """Provider retries per cell, counted across resumes."""
+    models: tuple[str, ...]
+    """Registered model labels (empty: each run names its model)."""
 
     def arm(self, name: str) -> Arm:
         """Return the arm called ``name``."""
@@ -140,104 +156,55 @@ class ArmsDesign:
 
 
 def factorial_design(reg: RegisteredDesign | None = None) -> FactorialDesign:
-    """Read a factorial preset (default: the registered ``a105``)."""
+    """Read a factorial preset (default: the registered ``a105``), checked against
+    :class:`~rungbench.design.preset_models.FactorialPreset`."""
     reg = reg or load_design("a105")
-    src = reg.source
-    factors = require(reg.section("factors"), "names", list, source=src, prefix="factors")
-    if len(factors) != 2:
-        raise InputError(f"a 2x2 design needs two factors, got {factors!r}", path=src,
-                         field="factors.names")
-    conditions = tuple(_condition(t, factors, src, i)
-                       for i, t in enumerate(reg.table_list("conditions")))
-    if sorted(c.present for c in conditions) != [(False, False), (False, True),
-                                                  (True, False), (True, True)]:
-        raise InputError("conditions must be the four cells of the 2x2", path=src,
-                         field="conditions")
-    sched, analysis, mde = reg.section("schedule"), reg.section("analysis"), reg.section("mde")
-
-    def s(key: str, kind: type) -> Any:
-        return require(sched, key, kind, source=src, prefix="schedule")
-
-    def a(key: str, kind: type | tuple[type, ...]) -> Any:
-        return require(analysis, key, kind, source=src, prefix="analysis")
-
-    def m(key: str, kind: type | tuple[type, ...]) -> Any:
-        return require(mde, key, kind, source=src, prefix="mde")
-
-    gate = GateRules(alpha=float(a("alpha", float)),
-                     holm_family_size=a("holm_family_size", int),
-                     primary_split=a("primary_split", str),
-                     sensitivities=tuple(a("sensitivities", list)))
+    p = parse_preset(FactorialPreset, reg.document, source=reg.source)
+    a, m = p.analysis, p.mde
+    gate = GateRules(alpha=a.alpha, family_size=a.family_size, primary_split=a.primary_split,
+                     sensitivities=(*a.material.subset_sensitivities,
+                                    *a.material.full_sensitivities,
+                                    *a.material.bound_sensitivities),
+                     multiplicity=a.multiplicity)
+    mt = a.material
+    material = MaterialRules(tuple(mt.subset_sensitivities), tuple(mt.full_sensitivities),
+                             tuple(mt.bound_sensitivities), mt.min_benefit,
+                             mt.attrition_spread, mt.attrition_alpha, mt.min_subset_positions)
     return FactorialDesign(
-        id=str(reg.section("design").get("id", reg.name)), digest=reg.digest,
-        factors=(str(factors[0]), str(factors[1])), conditions=conditions,
-        orders=tuple(s("panel_orders", list)), models=tuple(s("models", list)),
-        splits=(("development", s("positions_development", int)),
-                ("held_out", s("positions_held_out", int))),
-        gate=gate, primary_tests=tuple(a("primary_tests", list)),
-        mde_power=float(m("power", float)), mde_n=m("n", int), mde_clusters=m("clusters", int),
-        mde_sds=tuple(float(x) for x in m("paired_sd", list)),
-        planned_cells=s("planned_cells", int),
-        planned_requests_per_model=s("planned_requests_per_model", int),
-        panels=dict(reg.section("panels")), seed_figures=_figures(reg),
-        material=MaterialRules.from_table(a("material", dict), source=src)
-        if "material" in analysis else None)
+        id=p.design.id, digest=reg.digest, factors=("board", "legal_list"),
+        conditions=tuple(FactorialCondition(c.name, (c.board, c.legal_list))
+                         for c in p.conditions),
+        orders=tuple(p.schedule.panel_orders), models=tuple(p.schedule.models),
+        splits=(("development", p.schedule.positions_development),
+                ("held_out", p.schedule.positions_held_out)),
+        gate=gate, primary_tests=tuple(a.primary_tests), mde_power=m.power, mde_n=m.n,
+        mde_clusters=m.clusters, mde_sds=tuple(m.paired_sd),
+        planned_cells=p.schedule.planned_cells,
+        planned_requests_per_model=p.schedule.planned_requests_per_model,
+        seed_figures=_figures(p.seed_figures), material=material, cluster=a.cluster,
+        catastrophic_regret=a.catastrophic_regret, max_retries=p.schedule.max_retries)
 
 
 def arms_design(reg: RegisteredDesign | None = None) -> ArmsDesign:
-    """Read a counterbalanced-arms preset (default: the registered ``e023``)."""
+    """Read a counterbalanced-arms preset (default: the registered ``e023``), checked against
+    :class:`~rungbench.design.preset_models.ArmsPreset`."""
     reg = reg or load_design("e023")
-    src = reg.source
-    sched, analysis = reg.section("schedule"), reg.section("analysis")
-    shuffle, selectors = reg.section("shuffle_projection"), reg.section("selectors")
-
-    def get(table: dict[str, Any], prefix: str, key: str, kind: type) -> Any:
-        return require(table, key, kind, source=src, prefix=prefix)
-
-    width = get(sched, "schedule", "width", int)
-    arms = tuple(_arm(t, width, src, i) for i, t in enumerate(reg.table_list("arms")))
-    names = {arm.name for arm in arms}
-    primary = tuple(get(analysis, "analysis", "primary_contrast", list))
-    secondary = tuple(tuple(pair) for pair in get(analysis, "analysis",
-                                                  "secondary_contrasts", list))
-    for pair in (primary, *secondary):
-        if len(pair) != 2 or not set(pair) <= names:
-            raise InputError(f"contrast {list(pair)!r} must name two registered arms",
-                             path=src, field="analysis")
+    p = parse_preset(ArmsPreset, reg.document, source=reg.source)
+    s, a, sel = p.schedule, p.analysis, p.selectors
     return ArmsDesign(
-        id=str(reg.section("design").get("id", reg.name)), digest=reg.digest,
-        positions=get(sched, "schedule", "positions", int), width=width,
-        rotation=get(sched, "schedule", "order_rotation", int),
-        construction_seed=get(sched, "schedule", "construction_seed", int), arms=arms,
-        primary_contrast=(str(primary[0]), str(primary[1])),
-        secondary_contrasts=tuple((str(p[0]), str(p[1])) for p in secondary),
-        shuffle_widths=tuple(get(shuffle, "shuffle_projection", "widths", list)),
-        shuffle_seed=get(shuffle, "shuffle_projection", "seed", int),
-        sharp_temperature=float(get(selectors, "selectors", "sharp_temperature", float)),
-        diffuse_temperature=float(get(selectors, "selectors", "diffuse_temperature", float)),
-        primacy_per_slot=float(get(selectors, "selectors", "primacy_per_slot", float)),
-        seed_figures=_figures(reg))
+        id=p.design.id, digest=reg.digest, positions=s.positions, width=s.width,
+        rotation=s.order_rotation, construction_seed=s.construction_seed,
+        arms=tuple(Arm(x.name, tuple(sorted(x.ranks))) for x in p.arms),
+        primary_contrast=(a.primary_contrast[0], a.primary_contrast[1]),
+        secondary_contrasts=tuple((c[0], c[1]) for c in a.secondary_contrasts),
+        shuffle_widths=tuple(p.shuffle_projection.widths), shuffle_seed=p.shuffle_projection.seed,
+        sharp_temperature=sel.sharp_temperature, diffuse_temperature=sel.diffuse_temperature,
+        primacy_per_slot=sel.primacy_per_slot, seed_figures=_figures(p.seed_figures),
+        alpha=a.alpha, multiplicity=a.secondary_multiplicity, cluster=a.cluster,
+        catastrophic_regret=a.catastrophic_regret, max_retries=s.max_retries,
+        models=tuple(s.models or ()))
 
 
-def _condition(table: dict[str, Any], factors: list[Any], src: str,
-               i: int) -> FactorialCondition:
-    prefix = f"conditions[{i}]"
-    name = require(table, "name", str, source=src, prefix=prefix)
-    present = tuple(require(table, str(f), bool, source=src, prefix=prefix) for f in factors)
-    return FactorialCondition(name=name, present=(bool(present[0]), bool(present[1])))
-
-
-def _arm(table: dict[str, Any], width: int, src: str, i: int) -> Arm:
-    prefix = f"arms[{i}]"
-    name = require(table, "name", str, source=src, prefix=prefix)
-    ranks = require(table, "ranks", list, source=src, prefix=prefix)
-    if (len(ranks) != width or len(set(ranks)) != width or 1 not in ranks
-            or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1
-                       for r in ranks)):
-        raise InputError(f"arm {name!r} needs {width} distinct ranks >= 1 including rank 1, "
-                         f"got {ranks!r}", path=src, field=f"{prefix}.ranks")
-    return Arm(name=name, ranks=tuple(sorted(ranks)))
-
-
-def _figures(reg: RegisteredDesign) -> dict[str, float]:
-    return {str(k): float(v) for k, v in reg.section("seed_figures").items()}
+def _figures(table: PresetModel) -> dict[str, float]:
+    """The seed figures a preset states (absent ones are not figures)."""
+    return {k: float(v) for k, v in table.model_dump().items() if v is not None}

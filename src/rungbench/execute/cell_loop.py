@@ -91,10 +91,9 @@ async def _run_cell(session: _Session, agent: LoopAgent, calls: asyncio.Semaphor
         if attempt > prior_attempts + 1:
             wait = session.policy.wait_before(attempt - prior_attempts, retry_after)
             await asyncio.to_thread(session.sleep, wait)  # the session's (injectable) sleep
-        failure = await _attempt(session, agent, calls, cell, attempt,
-                                 last=attempt - prior_attempts >= session.policy.max_attempts)
-        if failure is None or attempt - prior_attempts >= session.policy.max_attempts \
-                or session.give_up(failure):
+        last = session.policy.is_last(attempt, prior_attempts)
+        failure = await _attempt(session, agent, calls, cell, attempt, last=last)
+        if failure is None or last or session.give_up(failure):
             session.settle(failure)
             return
         retry_after = failure.retry_after

@@ -39,6 +39,11 @@ class RetryPolicy:
     (nothing listening, an unknown host, HTTP 401/403/404, an unknown model:
     :attr:`rungbench.agents.outcomes.CallFailure.systematic`); such a cell is not retried
     within the session. 0: never stop (every cell runs its whole retry sequence)."""
+    max_retries: int | None = None
+    """Retries of one cell over the whole run, every session counted (the run's event log
+    holds the count): the cell is sent at most ``max_retries + 1`` times, and a failure of
+    the attempt that reaches the cap is the cell's final outcome, a terminal provider
+    failure no resume sends again. None: no run-wide cap (each session retries afresh)."""
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -49,6 +54,11 @@ class RetryPolicy:
                 self.stop_after_systematic, int) or self.stop_after_systematic < 0:
             raise InputError(f"stop_after_systematic must be an integer >= 0, got "
                              f"{self.stop_after_systematic!r}", field="stop_after_systematic")
+        if self.max_retries is not None and (isinstance(self.max_retries, bool) or not
+                                             isinstance(self.max_retries, int)
+                                             or self.max_retries < 0):
+            raise InputError(f"max_retries must be an integer >= 0, got {self.max_retries!r}",
+                             field="max_retries")
         if any(b < 0 for b in self.backoff_s) or self.max_wait_s < 0:
             raise InputError(
                 f"waits must be non-negative, got {self.backoff_s!r}", field="backoff_s"
@@ -72,7 +82,17 @@ class RetryPolicy:
             "honor_retry_after": self.honor_retry_after,
             "max_wait_s": self.max_wait_s,
             "stop_after_systematic": self.stop_after_systematic,
+            **({} if self.max_retries is None else {"max_retries": self.max_retries}),
         }
+
+    def is_capped(self, attempt: int) -> bool:
+        """Whether run-wide attempt number ``attempt`` is the last the cap allows."""
+        return self.max_retries is not None and attempt >= self.max_retries + 1
+
+    def is_last(self, attempt: int, prior_attempts: int) -> bool:
+        """Whether ``attempt`` is the last one this session may send: the session's own
+        limit, or the run-wide cap."""
+        return attempt - prior_attempts >= self.max_attempts or self.is_capped(attempt)
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RetryPolicy:
@@ -87,4 +107,6 @@ class RetryPolicy:
             honor_retry_after=bool(value["honor_retry_after"]),
             max_wait_s=float(value["max_wait_s"]),
             stop_after_systematic=int(value.get("stop_after_systematic", 0)),
+            max_retries=None if value.get("max_retries") is None
+            else int(value["max_retries"]),
         )

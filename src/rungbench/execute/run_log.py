@@ -20,7 +20,7 @@ from rungbench.execute.events import (
     read_events,
     torn_bytes,
 )
-from rungbench.execute.run_dir import EVENTS, load_run
+from rungbench.execute.run_dir import EVENTS, load_run, run_manifest
 from rungbench.execute.schedule import Schedule
 from rungbench.execute.tools import TOOL_CALL
 
@@ -45,13 +45,15 @@ FINAL_FIELDS = ("outcome", "response", "tool", "arguments")
 """Fields a final record copies from the tool_event that decided it."""
 
 
-def reduce_events(events: list[dict[str, Any]], schedule: Schedule) -> dict[str, CellState]:
+def reduce_events(events: list[dict[str, Any]], schedule: Schedule,
+                  cap: int | None = None) -> dict[str, CellState]:
     """Fold the event log into per-cell state; raise when the log contradicts itself.
 
     An event naming an unknown cell or a request digest other than the frozen one, an
     attempt out of sequence, a tool_event for no open attempt, and a final that does not
-    copy its deciding tool_event (or records a reliability outcome) are each an
-    :class:`IntegrityError` naming the log line.
+    copy its deciding tool_event (or records a reliability outcome before the run-wide
+    attempt ``cap`` of the run's retry policy) are each an :class:`IntegrityError` naming
+    the log line.
     """
     states = {c.cell_id: CellState(c.request_digest) for c in schedule}
     for number, event in enumerate(events, start=1):
@@ -66,13 +68,13 @@ def reduce_events(events: list[dict[str, Any]], schedule: Schedule) -> dict[str,
                 f"{where}: event for cell {event['cell']!r} has request digest "
                 f"{event.get('request_digest')}, the frozen cell has {state.request_digest}"
             )
-        problem = _fold(state, event)
+        problem = _fold(state, event, cap)
         if problem is not None:
             raise IntegrityError(f"{where}: cell {event['cell']!r}: {problem}")
     return states
 
 
-def _fold(state: CellState, event: dict[str, Any]) -> str | None:
+def _fold(state: CellState, event: dict[str, Any], cap: int | None = None) -> str | None:
     """Apply ``event`` to ``state``; return why it is inconsistent, or None."""
     try:
         kind = event["kind"]
@@ -91,7 +93,7 @@ def _fold(state: CellState, event: dict[str, Any]) -> str | None:
             if int(event["attempt"]) not in state.open_attempts:
                 return f"tool_call for attempt {event['attempt']}, which is not open"
         elif kind == "final":
-            return _fold_final(state, event)
+            return _fold_final(state, event, cap)
         elif kind != "unresolved":
             return f"unknown event kind {kind!r}"
     except (KeyError, TypeError, ValueError) as exc:
@@ -99,12 +101,13 @@ def _fold(state: CellState, event: dict[str, Any]) -> str | None:
     return None
 
 
-def _fold_final(state: CellState, event: dict[str, Any]) -> str | None:
+def _fold_final(state: CellState, event: dict[str, Any], cap: int | None) -> str | None:
     source = state.last_event
     if source is None or state.open_attempts:
         return "final outcome without a deciding tool_event"
-    if Outcome(event["outcome"]).is_reliability:
-        return f"final outcome {event['outcome']!r} is a reliability outcome"
+    if Outcome(event["outcome"]).is_reliability and (cap is None or state.attempts != cap):
+        return (f"final outcome {event['outcome']!r} is a reliability outcome after "
+                f"{state.attempts} attempts (the run's cap: {cap})")
     changed = [f for f in FINAL_FIELDS if event.get(f) != source.get(f)]
     if event.get("attempts") != source.get("attempt"):
         changed.append("attempts")
@@ -153,11 +156,18 @@ def check_finals(
     """Re-derive every final outcome from the stored response it names; raise on a mismatch.
 
     Without ``validator`` an ``illegal`` final must classify as ``answered`` with the same
-    tool call (legality is the one judgement left unchecked).
+    tool call (legality is the one judgement left unchecked). A terminal provider failure
+    (a reliability final, admitted by :func:`reduce_events` only at the run's retry cap) has
+    no response and must name none.
     """
     store = ObjectStore(run_dir)
     for cell in schedule:
         for final in states[cell.cell_id].finals:
+            if Outcome(final["outcome"]).is_reliability:
+                if final.get("response") is not None:
+                    raise IntegrityError(f"{run_dir / EVENTS}: terminal provider failure of "
+                                         f"cell {cell.cell_id!r} names a response")
+                continue
             name = str(final.get("response"))
             if not name.startswith("sha256:"):
                 raise IntegrityError(f"{run_dir / EVENTS}: final of cell {cell.cell_id!r} "
@@ -187,8 +197,9 @@ def read_log(
     :func:`reduce_events` and :func:`check_finals`).
     """
     events = read_events(run_dir / EVENTS)
+    retries = run_manifest(run_dir)["policy"].get("max_retries")
     try:
-        states = reduce_events(events, schedule)
+        states = reduce_events(events, schedule, None if retries is None else int(retries) + 1)
     except IntegrityError as exc:
         raise IntegrityError(f"{run_dir}/{exc}") from None
     check_finals(run_dir, schedule, states, validator)
@@ -207,6 +218,9 @@ class RunCheck:
     """Cells with their one final outcome."""
     problems: tuple[str, ...]
     """Why the run is not finished: cells without a final outcome, a torn last line."""
+    terminal: int = 0
+    """Cells whose final outcome is a reliability outcome: the run-wide retry cap was
+    reached (terminal provider failures, missing observations downstream)."""
 
     @property
     def ok(self) -> bool:
@@ -236,4 +250,6 @@ def verify_run(run_dir: Path, validator: Validator | None = None) -> RunCheck:
                    else "never sent")
             problems.append(f"cell {cell_id!r}: no final outcome ({why})")
     single = sum(1 for s in states.values() if s.finals)
-    return RunCheck(len(schedule), single, tuple(problems))
+    terminal = sum(1 for s in states.values()
+                   if s.finals and Outcome(s.finals[0]["outcome"]).is_reliability)
+    return RunCheck(len(schedule), single, tuple(problems), terminal)

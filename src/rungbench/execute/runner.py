@@ -287,10 +287,9 @@ class _Session:
             attempt += 1
             if attempt > prior_attempts + 1:
                 self.sleep(self.policy.wait_before(attempt - prior_attempts, retry_after))
-            failed = self._attempt(cell, attempt, last=attempt - prior_attempts
-                                   >= self.policy.max_attempts)
-            if failed is None or attempt - prior_attempts >= self.policy.max_attempts \
-                    or self.give_up(failed[0]):
+            last = self.policy.is_last(attempt, prior_attempts)
+            failed = self._attempt(cell, attempt, last=last)
+            if failed is None or last or self.give_up(failed[0]):
                 self.settle(None if failed is None else failed[0])
                 return
             retry_after = failed[0].retry_after
@@ -342,7 +341,8 @@ class _Session:
         last: bool,
     ) -> tuple[CallFailure, dict[str, Any]]:
         """Queue a failed attempt's tool_event (and, on the ``last`` attempt, the cell's
-        ``unresolved`` record); return the failure and the event."""
+        ``unresolved`` record, or its final when the attempt reaches the run-wide cap);
+        return the failure and the event."""
         event = {
             "kind": "tool_event",
             **base,
@@ -357,7 +357,10 @@ class _Session:
         }
         with self.lock:
             self.pending[cell.cell_id] = failure.outcome.value
-        if last or self.give_up(failure):
+        if self.policy.is_capped(int(base["attempt"])):
+            self.final(cell, event, int(base["attempt"]), preceded_by=event,
+                       note=capped_note(self.policy))
+        elif last or self.give_up(failure):
             self.submit([event, unresolved_record(cell, event, int(base["attempt"]))])
             self.progress()
         else:
@@ -739,7 +742,7 @@ def _close_open_attempts(
             session.final(cell, last, int(last["attempt"]), note="final restored from tool_event")
             continue
         for attempt in state.open_attempts:
-            session.submit([{
+            last = {
                 "kind": "tool_event",
                 "cell": cell.cell_id,
                 "request_digest": cell.request_digest,
@@ -751,10 +754,20 @@ def _close_open_attempts(
                 "status": None,
                 "retry_after": None,
                 "response": None,
-            }])
+            }
+            session.submit([last])
             session.pending[cell.cell_id] = Outcome.INTERRUPTED.value
+        if last is not None and session.policy.is_capped(state.attempts):
+            session.final(cell, last, state.attempts, note=capped_note(session.policy))
+            continue
         todo.append((cell, state.attempts))
     return todo
+
+
+def capped_note(policy: RetryPolicy) -> str:
+    """The note of a final written because a cell reached the run-wide retry cap."""
+    return (f"terminal provider failure: {policy.max_retries} retries (the registered cap) "
+            "spent across the run's sessions")
 
 
 def _run_pool(session: _Session, todo: list[tuple[Cell, int]], concurrency: int) -> None:

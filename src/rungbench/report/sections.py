@@ -115,13 +115,13 @@ def a105(inputs: Inputs) -> str:
     parts = [paragraph(
         "Effects are benefits: positive means WDL regret fell when the panel's true content "
         "was revealed. Board main effect = ½([R(0,0) − R(1,0)] + [R(0,1) − R(1,1)]); "
-        "intervals come from a cluster bootstrap at source game; only held-out positions "
-        "support primary claims.")]
+        "intervals come from a cluster bootstrap at the registered cluster unit; only the "
+        "registered primary split supports primary claims.")]
     for source in docs:
         a = source.document["a105"]
         parts.append(f'<p class="note">{esc(source.document.get("role", ""))}; cell table '
                      f'{sub(source.document.get("table"), source.digest)}; analysis '
-                     f"{ref(source.digest)}.</p>")
+                     f"{ref(source.digest)}. {esc(plan_note(source.document))}</p>")
         parts.append(_claims(a, source.digest))
         bars = []
         for r in a["results"]:
@@ -215,7 +215,8 @@ def coverage(inputs: Inputs) -> str:
                                 (cov["low"], cov["high"]), sel["estimate"],
                                 (sel["low"], sel["high"])))
         for name, fig in f.items():
-            pair = fig.get("clopper_pearson") if "low" not in fig else [fig["low"], fig["high"]]
+            shown = fig if "low" in fig else (fig.get("proportion_interval") or {})
+            pair = [shown["low"], shown["high"]] if "low" in shown else None
             rows.append([esc(p["model"]), esc(p["split"]), esc(name),
                          num(fig.get("estimate"), ".3f"), interval(pair),
                          sub(fig.get("source"), source.digest)])
@@ -223,11 +224,20 @@ def coverage(inputs: Inputs) -> str:
         return "\n".join([absent("no E020/E021 analysis; the plot shows the seed's example "
                                  "only"), *parts, coverage_selection(points)])
     parts.append(coverage_selection(points))
-    parts.append(table(["model", "split", "figure", "estimate", "95% interval", "source"], rows,
+    confidence = {f"{100 * (1 - s.document['plan']['alpha']):g}%" for s, _ in profiles}
+    parts.append(table(["model", "split", "figure", "estimate",
+                        f"{'/'.join(sorted(confidence))} interval", "source"], rows,
                        numeric=(3,), table_id="coverage-selection"))
     for source, p in profiles:
         parts.append(f"<p><strong>{esc(p['model'])} · {esc(p['split'])}: {esc(p['label'])}"
                      f"</strong> — {esc(p.get('label_meaning', ''))} ({ref(source.digest)})</p>")
+    for source in {id(s): s for s, _ in profiles}.values():
+        c = source.document.get("cells_statement")
+        cells = (f" Cells: this preset produces {c['produced']:,}; the registered E020/E021 "
+                 f"preset {c['registered']:,}; the seed states {c['seed']:,}. "
+                 f"{c['explanation']}") if c else ""
+        parts.append(f'<p class="note">{ref(source.digest)}: '
+                     f"{esc(plan_note(source.document) + cells)}</p>")
     return "\n".join(parts)
 
 
@@ -242,8 +252,10 @@ def e023(inputs: Inputs) -> str:
         return absent("no E023 binding or analysis")
     parts = [paragraph(
         "E023 holds proposer rank 1 and width five fixed and varies only the strength of the "
-        "other four candidates; the primary contrast is near_strong − far_tail in WDL regret "
-        "(two-sided α 0.05), secondaries under Benjamini–Hochberg.")]
+        "other four candidates; the primary contrast and the secondaries, their level and "
+        "their adjustment are the preset's (below each analysis).")]
+    parts += [f'<p class="note">{ref(s.digest)}: {esc(plan_note(s.document))}</p>'
+              for s in {id(s): s for s, _ in results}.values()]
     rows = []
     for source, r in results:
         p = r["primary"]
@@ -253,7 +265,7 @@ def e023(inputs: Inputs) -> str:
                      sub(p["source"], source.digest)])
         for name, s in r["secondaries"].items():
             rows.append([esc(r["model"]), esc(r["split"]), esc(name), num(s["mean"], "+.4f"),
-                         interval([s["low"], s["high"]], "+.4f"), num(s["bh_q"], ".4f"),
+                         interval([s["low"], s["high"]], "+.4f"), num(s["adjusted_p"], ".4f"),
                          esc("secondary (BH q)"), sub(s["source"], source.digest)])
     if rows:
         parts.append(table(["model", "split", "contrast", "estimate", "95% interval", "p / q",
@@ -443,3 +455,21 @@ SECTIONS: tuple[Section, ...] = (
     ("objects", "Objects", inventory),
 )
 """The report's sections, in page order."""
+
+
+def plan_note(doc: dict[str, Any]) -> str:
+    """What an analysis document's registered plan was, and how many cells its runs lost to
+    the registered retry cap (terminal provider failures: missing observations)."""
+    plan = doc.get("plan") or {}
+    parts = []
+    if plan:
+        parts.append(f"Registered analysis: two-sided α {plan['alpha']:g} "
+                     f"({100 * (1 - plan['alpha']):g}% intervals), {plan['interval']} "
+                     f"intervals for proportions, clusters by {plan['cluster']}, "
+                     f"{plan['multiplicity']} adjustment, catastrophic blunder at regret ≥ "
+                     f"{plan['catastrophic_regret']:g}, best moves by {plan['best_set']}.")
+    runs = (doc.get("inputs") or {}).get("runs") or []
+    lost = sum(int(r.get("terminal_provider_failures", 0)) for r in runs)
+    if runs:
+        parts.append(f"Terminal provider failures (retry cap reached): {lost} cells.")
+    return " ".join(parts)

@@ -20,8 +20,15 @@ from rungbench.stats.factorial import (
     factorial_2x2,
     factorial_2x2_paired,
 )
-from rungbench.stats.intervals import BinomialIntervals, binomial_intervals, clopper_pearson, wilson
+from rungbench.stats.intervals import (
+    BinomialIntervals,
+    binomial_intervals,
+    clopper_pearson,
+    proportion_interval,
+    wilson,
+)
 from rungbench.stats.multiplicity import (
+    adjust,
     benjamini_hochberg,
     benjamini_hochberg_adjust,
     bonferroni,
@@ -53,6 +60,7 @@ __all__ = [
     "MinimumDetectableEffect",
     "PairedDelta",
     "PairedSummary",
+    "adjust",
     "benjamini_hochberg",
     "benjamini_hochberg_adjust",
     "binomial_intervals",
@@ -82,6 +90,7 @@ __all__ = [
     "paired_cluster_bootstrap",
     "paired_summary",
     "power",
+    "proportion_interval",
     "seeds",
     "sums",
     "wilson",

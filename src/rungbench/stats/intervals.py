@@ -88,3 +88,16 @@ def binomial_intervals(k: int, n: int, alpha: float = 0.05) -> BinomialIntervals
     cp = clopper_pearson(k, n, alpha)
     return BinomialIntervals(k=k, n=n, alpha=alpha, proportion=k / n, clopper_pearson=cp,
                              wilson=wilson(k, n, alpha))
+
+
+PROPORTION_INTERVALS = {"wilson": wilson, "clopper_pearson": clopper_pearson}
+"""Each registered proportion-interval method."""
+
+
+def proportion_interval(method: str, k: int, n: int, alpha: float = 0.05,
+                        ) -> tuple[float, float]:
+    """The two-sided ``1 - alpha`` interval of ``k / n`` by the registered ``method``."""
+    if method not in PROPORTION_INTERVALS:
+        raise InputError(f"unknown interval method {method!r}; known: "
+                         f"{', '.join(PROPORTION_INTERVALS)}", field="interval")
+    return PROPORTION_INTERVALS[method](k, n, alpha)

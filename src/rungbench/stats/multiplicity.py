@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rungbench.errors import InputError
 from rungbench.stats._checks import FloatArray, check_alpha, check_pvalues
 
 
@@ -72,3 +73,16 @@ def _unsort(sorted_values: FloatArray, order: np.ndarray) -> list[float]:
     out = np.empty_like(sorted_values)
     out[order] = sorted_values
     return [float(x) for x in out]
+
+
+ADJUSTMENTS = {"holm": holm_adjust, "bonferroni": bonferroni_adjust,
+               "benjamini_hochberg": benjamini_hochberg_adjust}
+"""Each registered multiplicity method and its adjusted-p function."""
+
+
+def adjust(method: str, pvalues: Sequence[float]) -> list[float]:
+    """``pvalues`` adjusted by the registered ``method`` (:data:`ADJUSTMENTS`)."""
+    if method not in ADJUSTMENTS:
+        raise InputError(f"unknown multiplicity method {method!r}; known: "
+                         f"{', '.join(ADJUSTMENTS)}", field="multiplicity")
+    return ADJUSTMENTS[method](pvalues) if pvalues else []

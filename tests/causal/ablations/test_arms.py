@@ -36,7 +36,8 @@ def test_arm_digest_changes_with_any_registered_constant() -> None:
 
 def _write(tmp_path: Path, arm: str) -> Path:
     text = (
-        "[design]\nid = 'x'\n[defaults]\nmodel = 'm'\nsamples = 1\nitems_per_world = 2\n"
+        "[design]\nid = 'x'\nversion = 1\nseed = '003_dc4fcca8b2a6b04f'\n"
+        "kind = 'ablation_matrix'\n[defaults]\nsamples = 1\nitems_per_world = 2\n"
         "production_keep = 0.5\nmax_tool_calls = 3\nmax_tokens = 100\n"
         "[prompts]\np = 'answer'\n" + arm)
     path = tmp_path / "arms.toml"
@@ -57,7 +58,7 @@ def test_user_adds_an_arm_by_writing_toml(tmp_path: Path) -> None:
     ("[[arms]]\nname = 'B'\nprompt = 'p'\nfacts = 'graph'\ncontent = 'oracle'\n"
      "query = 'fixed'\ntools = []\n", "arms[0].tools"),
     ("[[arms]]\nname = 'B'\nprompt = 'p'\nfacts = 'text'\ncontent = 'oracle'\n"
-     "tools = ['search']\n", "arms[0].tools"),
+     "tools = ['search']\n", "arms[0].tools[0]"),
     ("[[arms]]\nname = 'B'\nprompt = 'q'\nfacts = 'public'\ntools = []\n", "arms[0].prompt"),
     ("[[arms]]\nname = 'B'\nprompt = 'p'\nfacts = 'text'\ncontent = 'future'\ntools = []\n",
      "arms[0].content"),

@@ -113,8 +113,10 @@ def test_every_registered_arm_runs(dev_bench: Path, tmp_path: Path) -> None:
 USER_ARMS = """
 [design]
 id = "user_arms"
+version = 1
+seed = "003_dc4fcca8b2a6b04f"
+kind = "ablation_matrix"
 [defaults]
-model = "delegate"
 samples = 1
 items_per_world = 5
 production_keep = 0.5

@@ -21,7 +21,7 @@ from rungbench.chess.labels.pool import (
 )
 from rungbench.chess.labels.qualify import qualify
 from rungbench.chess.workspace import Workspace
-from rungbench.design.registry import DESIGN_PACKAGE, RegisteredDesign, parse_design
+from rungbench.design.registry import DESIGN_PACKAGE, RegisteredDesign, load_design, parse_design
 from rungbench.evidence.canonical import digest
 
 OPEN = IdleGate(max_load=1e9)
@@ -42,7 +42,7 @@ def small_preset(quota: dict[str, int] | None = None, *, positions: int | None =
     text = text.replace(registered, f"quota = {{ {table} }}")
     total = positions if positions is not None else 6 * sum(quota.values())
     text = text.replace("positions = 600", f"positions = {total}")
-    return parse_design(text, name=name, source=f"<{name}>")
+    return consistent(parse_design(text, name=name, source=f"<{name}>"))
 
 
 @functools.cache
@@ -67,12 +67,41 @@ def small_stage() -> Path:
 
 
 def variant(preset: str, replacements: dict[str, str], *, name: str) -> RegisteredDesign:
-    """Return registered preset ``preset`` with exact text replacements (each must occur)."""
+    """Return registered preset ``preset`` with exact text replacements (each must occur),
+    its checked counts recomputed (:func:`consistent`)."""
     text = (resources.files(DESIGN_PACKAGE) / f"{preset}.toml").read_text(encoding="utf-8")
     for old, new in replacements.items():
         assert old in text, old
         text = text.replace(old, new)
-    return parse_design(text, name=name, source=f"<{name}>")
+    return consistent(parse_design(text, name=name, source=f"<{name}>"))
+
+
+def consistent(reg: RegisteredDesign) -> RegisteredDesign:
+    """``reg`` with the counts a preset registers as checked values (A105's planned cells,
+    requests and family size; a ladder's [cells]) recomputed from its other keys, and no
+    [seed_figures] (the seed's figures are for the registered size): a test variant changes
+    a size and must not restate every count by hand."""
+    doc = {k: dict(v) if isinstance(v, dict) else v for k, v in reg.document.items()}
+    doc.pop("seed_figures", None)
+    kind = doc["design"]["kind"]
+    schedule = doc["schedule"]
+    models = len(schedule.get("models") or [])
+    if kind == "factorial_2x2":
+        cells = ((schedule["positions_development"] + schedule["positions_held_out"]) * 4
+                 * len(schedule["panel_orders"]) * models)
+        schedule.update(planned_cells=cells, planned_requests_per_model=cells // models)
+        doc["analysis"]["family_size"] = len(doc["analysis"]["primary_tests"])
+    elif kind in ("intervention_ladder", "falsifier_arms"):
+        manifest = doc.get("manifest") or load_design("e020_e021").document["manifest"]
+        per = len(manifest["classes"]) * len(manifest["colours"])
+        positions = sum(int(manifest["quota"][p]) * per for p in schedule["partitions"])
+        arms, probes = len(doc["arms"]), len(doc.get("probes", []))
+        counts = {"move_choice": positions * models * arms,
+                  "probes": positions * models * probes,
+                  "choice": positions * models * probes}
+        cells = {k: v for k, v in counts.items() if k in doc["cells"]}
+        doc["cells"] = {**cells, "total": sum(counts.values())}
+    return RegisteredDesign(reg.name, reg.source, doc, digest(doc))
 
 
 def a105_small() -> RegisteredDesign:
@@ -91,4 +120,5 @@ def ladder_replicates(models: list[str]) -> RegisteredDesign:
     """The small ladder preset registering ``models`` (e.g. seeded replicates)."""
     base = small_preset()
     document = {**base.document, "schedule": {**base.document["schedule"], "models": models}}
-    return RegisteredDesign("e020_e021_reps", "<e020_e021_reps>", document, digest(document))
+    return consistent(RegisteredDesign("e020_e021_reps", "<e020_e021_reps>", document,
+                                       digest(document)))

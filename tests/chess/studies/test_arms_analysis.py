@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from rungbench.chess.studies.analysis import Settings
 from rungbench.chess.studies.analysis_report import analyze_table
 from rungbench.chess.studies.arms_analysis import analyze_e023, stage_profile
+from rungbench.chess.studies.bindings import binding_document
 from rungbench.chess.studies.cells import build_table
+from rungbench.chess.studies.manifest import FrozenManifest
+from rungbench.chess.studies.plan import registered_plan
 from rungbench.chess.studies.planted_tables import PlantedStages, e020_table, e023_table
 from rungbench.design.presets import arms_design
-from rungbench.design.registry import load_design
+from rungbench.design.registry import RegisteredDesign, bundled_text, load_design, parse_design
 from rungbench.errors import Refusal
 from rungbench.evidence.canonical import digest
 
@@ -24,7 +31,8 @@ def test_seed_001_pair_is_coverage_limited_versus_selection_limited() -> None:
                                "vision": PlantedStages(0.90, 0.35)}, seed=5,
                               positions=800, games=200, design_digest=E020)
     table = build_table(header, list(enumerate(rows, start=2)))
-    wide = Settings(n_boot=600, seed=7, alpha=0.01)  # six intervals checked at once
+    # six intervals checked at once: the plan at alpha 0.01
+    wide = Settings(n_boot=600, seed=7, plan=replace(registered_plan("E020_E021"), alpha=0.01))
     a = stage_profile(table, "ideas", "held_out", wide)
     b = stage_profile(table, "vision", "held_out", wide)
     assert a.label == "coverage-limited" and b.label == "selection-limited"
@@ -34,10 +42,10 @@ def test_seed_001_pair_is_coverage_limited_versus_selection_limited() -> None:
         for arm in ("oracle_top2", "oracle_top5"):
             assert f[f"selection:{arm}"]["low"] < s < f[f"selection:{arm}"]["high"]
             assert f[f"product:{arm}"]["low"] < 0.315 < f[f"product:{arm}"]["high"]
-        assert f["unaided_best_rate"]["clopper_pearson"][0] < 0.315 < \
-            f["unaided_best_rate"]["clopper_pearson"][1]
+        rate = f["unaided_best_rate"]["proportion_interval"]
+        assert rate["method"] == "wilson" and rate["low"] < 0.315 < rate["high"]
     assert set(a.contrasts) == {"oracle_top2-unaided", "oracle_top5-oracle_top2"}
-    assert all(c["bh_p"] >= c["p"] for c in a.contrasts.values())
+    assert all(c["adjusted_p"] >= c["p"] for c in a.contrasts.values())
     # ideas: the oracle list repairs a missing candidate, so top-2 lowers paired regret.
     assert a.contrasts["oracle_top2-unaided"]["low"] > 0
 
@@ -62,7 +70,7 @@ def test_e023_reports_the_planted_direction_with_bh_secondaries() -> None:
     assert r.primary["rejected"] and r.primary["high"] < 0
     assert r.secondaries["rank1_selection:near_strong-far_tail"]["high"] < 0
     assert r.primary["contrast"] == "wdl_regret:near_strong-far_tail"
-    assert all(s["bh_q"] >= s["p"] for s in r.secondaries.values())
+    assert all(s["adjusted_p"] >= s["p"] for s in r.secondaries.values())
     assert "order_disagreement:near_strong-far_tail" in r.secondaries
     assert 0 < r.arms["near_strong"]["order_disagreement"] <= 1
 
@@ -101,3 +109,64 @@ def test_e022_successor_arm_that_repairs_selection_is_seen() -> None:
     contrasts = profile["paired_regret_contrasts"]
     assert set(contrasts) == {"successor_top5-oracle_top5", "reply_top5-oracle_top5"}
     assert contrasts["successor_top5-oracle_top5"]["low"] > 0
+
+
+def _own(replacements: dict[str, str]) -> RegisteredDesign:
+    """A user's copy of e020_e021.toml with ``replacements`` made (each must occur)."""
+    text = bundled_text("e020_e021")
+    for old, new in replacements.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    return parse_design(text, name="mine", source="mine.toml")
+
+
+def _ladder_doc(preset: RegisteredDesign) -> dict[str, Any]:
+    header, rows = e020_table({"ideas": PlantedStages(0.35, 0.90)}, seed=3, positions=200,
+                              games=50, design_digest=preset.digest,
+                              arms=("unaided", "self_shortlist", "oracle_top2", "oracle_top5",
+                                    "oracle_top10", "best_omitted"))
+    return analyze_table(build_table(header, list(enumerate(rows, start=2))), SETTINGS,
+                         preset=preset)
+
+
+def _proportions(doc: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Every proportion interval of a ladder analysis: coverage, the unaided best-move rate
+    and each arm's catastrophic rate."""
+    out = {}
+    for stage in doc["stages"]:
+        for name, figure in stage["figures"].items():
+            if "proportion_interval" in figure:
+                shown = figure["proportion_interval"]
+                out[name] = (shown["low"], shown["high"])
+        for arm, rate in stage["catastrophic"].items():
+            out[f"catastrophic:{arm}"] = tuple(rate["all"]["interval"])
+    return out
+
+
+def _bootstrap(doc: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    return {name: (f["low"], f["high"]) for stage in doc["stages"]
+            for name, f in stage["figures"].items() if "low" in f}
+
+
+def test_the_registered_interval_method_and_confidence_drive_every_interval() -> None:
+    """In a user's copy, interval = "clopper_pearson" instead of "wilson" changes the binding
+    digest and every proportion interval; confidence = 0.9 narrows every interval (the
+    proportions' and the bootstrap's)."""
+    wilson = _own({})
+    exact = _own({'interval = "wilson"': 'interval = "clopper_pearson"'})
+    narrow = _own({"confidence = 0.95": "confidence = 0.9"})
+    manifest = FrozenManifest(Path("/nonexistent"), "sha256:" + "0" * 64, {"positions": [
+        {"key": f"{p}-{i}", "partition": p}
+        for p in ("training", "development", "held_out") for i in range(300)]}, {})
+    bindings = {digest(binding_document(r, manifest)) for r in (wilson, exact, narrow)}
+    assert len(bindings) == 3
+    base, cp, nine = _ladder_doc(wilson), _ladder_doc(exact), _ladder_doc(narrow)
+    assert base["plan"]["interval"] == "wilson" and cp["plan"]["interval"] == "clopper_pearson"
+    a, b = _proportions(base), _proportions(cp)
+    assert len(a) == 7 and a.keys() == b.keys()  # coverage, unaided, 5 catastrophic rates
+    assert all(a[k] != b[k] for k in a), [k for k in a if a[k] == b[k]]
+    c = _proportions(nine)
+    assert all(c[k][1] - c[k][0] < a[k][1] - a[k][0] for k in a)
+    boot, boot9 = _bootstrap(base), _bootstrap(nine)
+    assert len(boot) >= 5
+    assert all(boot9[k][1] - boot9[k][0] < boot[k][1] - boot[k][0] for k in boot)

@@ -39,9 +39,11 @@ def test_missing_authorization_refuses(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kw", [{"authorized_by": " "}, {"models": ()}, {"max_cells": -1},
-                                {"max_cost_usd": float("nan")}])
+                                {"max_cost_usd": float("nan")}, {"first_chunk": 0},
+                                {"chunk_cap": True}])
 def test_malformed_authorization_is_an_input_error(kw: dict[str, object]) -> None:
-    """An authorization without a signer, scope or finite ceilings is refused."""
+    """An authorization without a signer, scope, finite ceilings or chunk sizes of at least
+    one cell is refused."""
     args: dict[str, object] = {"max_cells": 1, "max_tokens": 1, "max_cost_usd": 1.0,
                                "models": ("m",), "routes": ("r",), "authorized_by": "x"}
     with pytest.raises(InputError):
@@ -66,3 +68,14 @@ def test_next_chunk_never_crosses_a_ceiling() -> None:
     assert next_chunk(AUTH, spent, 100, 0.01, cap=64) == 10
     assert next_chunk(AUTH, spent, 10, 0.1, cap=64) == 5
     assert next_chunk(AUTH, Spend(100, 100, 0, 0.0), 1, 0.0, cap=64) == 0
+
+
+def test_the_chunk_sizes_are_recorded_in_the_authorization(tmp_path: Path) -> None:
+    """The first chunk (sent before any spend is known) and the chunk cap are part of the
+    frozen document: another value is another authorization, and reading restores both."""
+    wide = Authorization(100, 10_000, 1.0, ("luna",), ("loop-a",), "pi", first_chunk=4,
+                         chunk_cap=32)
+    assert AUTH.to_json()["first_chunk"] == 1 and AUTH.to_json()["chunk_cap"] == 256
+    a, b = freeze_authorization(tmp_path, AUTH), freeze_authorization(tmp_path, wide)
+    assert a != b
+    assert load_authorization(tmp_path, b)[1] == wide

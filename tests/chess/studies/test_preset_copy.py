@@ -25,7 +25,7 @@ def test_a105_for_one_model_rescales_what_follows_from_the_models() -> None:
     schedule, analysis = reg.section("schedule"), reg.section("analysis")
     assert schedule["models"] == ["my-model"] and schedule["planned_cells"] == 192
     assert analysis["primary_tests"] == ["my-model:board", "my-model:legal_list"]
-    assert analysis["holm_family_size"] == 2
+    assert analysis["family_size"] == 2
     changed = [a for a, b in zip(text.splitlines(), copy.splitlines(), strict=True) if a != b]
     assert len(changed) == 4
     assert factorial_design(reg).models == ("my-model",)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.chess.studies import study_fixtures as fx  # one label stage per process
 
+from rungbench.agents.loopback import Fault
 from rungbench.agents.openai_provider import Pricing
 from rungbench.agents.providers import serve_on_loopback
 from rungbench.chess.studies import budget as bud
@@ -27,6 +29,7 @@ from rungbench.design.matching import check_block
 from rungbench.design.presets import factorial_design
 from rungbench.errors import Refusal
 from rungbench.evidence.canonical import digest
+from rungbench.execute.policy import RetryPolicy
 from rungbench.execute.runner import EVENTS, load_run, read_log, verify_run
 
 PRICING = Pricing(usd_per_mtok_in=1.0, usd_per_mtok_out=4.0)
@@ -260,7 +263,9 @@ def _a105_small_text() -> str:
 
     return bundled_text("a105").replace("positions_development = 150",
                                         "positions_development = 6").replace(
-        "positions_held_out = 150", "positions_held_out = 6")
+        "positions_held_out = 150", "positions_held_out = 6").replace(
+        "planned_cells = 4800", "planned_cells = 192").replace(
+        "planned_requests_per_model = 2400", "planned_requests_per_model = 96")
 
 
 MODELS_FILE = """
@@ -326,3 +331,42 @@ def test_a_run_must_use_the_agent_the_binding_pinned(study: tuple[Path, Path],
                                         base_url="http://10.0.0.1:8000/v1",
                                         api_key_env="LUNA_KEY",
                                         params=dict(moved.params))) == []
+
+
+def test_a_cell_that_always_fails_is_sent_max_retries_plus_one_times_in_all(
+        study: tuple[Path, Path], tmp_path: Path) -> None:
+    """A cell whose provider always answers 500, over a start and three resumes at two
+    attempts per session: the registered cap (max_retries 3, counted in the run's log) sends
+    it exactly 4 times in all, then its final is a terminal provider failure, shown in
+    status; every other cell is answered once and the run is complete."""
+    _, stage = study
+    root = tmp_path / "s"
+    st.freeze(root, stage, fx.small_preset())
+    bound = st.bind(root, fx.a105_small(), stage)
+    auth = _auth(root)
+    manifest = load_manifest(root / "manifest")
+    schedule = schedule_for(load_binding(root, bound["binding"], manifest), manifest, "luna",
+                            "loop-a")
+    doomed = schedule.cells[0]
+    policy = RetryPolicy(max_attempts=2, backoff_s=(0.0,))
+    for _ in range(4):  # the start and three resumes
+        with serve_on_loopback(planted_agent("a105:null"),
+                               requests=[c.request for c in schedule], label="luna",
+                               pricing=PRICING, fault_for=lambda r: Fault.SERVER_ERROR
+                               if r.case_id == doomed.request.case_id else None) as provider:
+            result = st.run_study(root, stage, bound["binding"], model="luna",
+                                  route="loop-a", agent=provider, authorization=auth,
+                                  concurrency=2, policy=policy)
+    run_dir = Path(result["run"])
+    events = [json.loads(line) for line in (run_dir / EVENTS).read_text().splitlines()]
+    sent = Counter(e["cell"] for e in events if e["kind"] == "attempt")
+    assert sent[doomed.cell_id] == 4
+    assert all(n == 1 for cell, n in sent.items() if cell != doomed.cell_id)
+    final = next(e for e in events if e["kind"] == "final" and e["cell"] == doomed.cell_id)
+    assert final["outcome"] == "provider_error" and final["attempts"] == 4
+    assert "terminal provider failure" in final["note"]
+    assert load_run(run_dir)[0]["policy"]["max_retries"] == 3
+    check = verify_run(run_dir)
+    assert check.ok and check.terminal == 1
+    [row] = [r for r in st.status(root)["runs"] if r["run_id"] == run_dir.name]
+    assert row["complete"] and row["terminal_provider_failures"] == 1

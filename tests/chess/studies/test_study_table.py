@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -12,7 +13,7 @@ from tests.chess.studies import planted_study as ps
 
 from rungbench.chess.studies import study as st
 from rungbench.chess.studies.analysis_report import analyze_table
-from rungbench.chess.studies.bindings import load_binding
+from rungbench.chess.studies.bindings import Binding, load_binding
 from rungbench.chess.studies.cells import read_cell_table, write_cell_table
 from rungbench.chess.studies.manifest import load_manifest
 from rungbench.chess.studies.planted import PanelAgent
@@ -181,3 +182,44 @@ def test_duplicate_and_unknown_rows_are_counted_and_block(built: ps.PlantedStudy
     assert doc["bad_input"]["unknown_cell"] == 1
     assert {c["verdict"] for c in doc["a105"]["claims"]} == {"blocked"}
     assert all(c["blocking_gates"][0] == 0 for c in doc["a105"]["claims"])
+
+
+def _rates(table: Any) -> dict[str, float]:
+    """Best-move rate per move-choice arm (legal cells), and coverage of the probe."""
+    out = {}
+    for arm in sorted({r.condition for r in table.rows}):
+        rows = [r for r in table.rows if r.condition == arm and not r.is_reliability]
+        flag = [r.best_in_candidates if arm == "self_shortlist" else r.chose_best
+                for r in rows]
+        out[arm] = sum(1 for f in flag if f) / len(rows)
+    return out
+
+
+def test_the_registered_best_set_rule_decides_the_best_move_rates(
+        built: ps.PlantedStudy) -> None:
+    """The same cells under best_set = "pass_a_rank1" (rank 1 alone) instead of the
+    evaluator's ties: pass A's rank 1 and the evaluator's best set disagree on this study,
+    so chose_best and coverage change and with them every best-move rate; under
+    "pass_a_ties_with_rank1" a cell counts its move best exactly when pass A ties it."""
+    manifest = st.current_manifest(built.root, built.stage)
+    binding = load_binding(built.root, built.bindings["ladder"], manifest)
+    stage = bytes_digest((built.stage / "stage.json").read_bytes())
+
+    def under(rule: str) -> Any:
+        document = copy.deepcopy(binding.document)
+        document["design"]["document"]["analysis"]["best_set"] = rule
+        return study_table(built.root, Binding(binding.digest, document), manifest,
+                           stage).table
+
+    evaluator, rank1, ties = (under(r) for r in ("evaluator_ties", "pass_a_rank1",
+                                                 "pass_a_ties_with_rank1"))
+    base, only = _rates(evaluator), _rates(rank1)
+    assert base.keys() == only.keys() and "unaided" in base
+    assert base["unaided"] != only["unaided"] and base["self_shortlist"] != \
+        only["self_shortlist"]
+    for r in ties.rows:
+        if r.condition == "unaided" and r.outcome == "legal":
+            lst = manifest.lists[r.position]
+            tied = {c.uci for c in lst.candidates
+                    if c.expectation == lst.candidates[0].expectation}
+            assert r.chose_best == (r.selected_move in tied)

@@ -155,7 +155,7 @@ def ablation_report(matrix: Matrix, by_arm: Mapping[str, Sequence[Row]], *, seed
                     margin: float | None = DEFAULT_MARGIN) -> dict[str, Any]:
     """Per-arm endpoints, the isolation table and the three questions (aggregates only)."""
     return {
-        "matrix": matrix.name, "matrix_digest": matrix.digest,
+        "matrix": matrix.name, "matrix_id": matrix.id, "matrix_digest": matrix.digest,
         "arms": {name: {"label": matrix.arm(name).label, "arm_digest": matrix.arm(name).digest(),
                         "cells": len(rows), "n_worlds": len({r["world_id"] for r in rows}),
                         "endpoints": arm_endpoints(rows)}

@@ -16,9 +16,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar
 
-from rungbench.design.registry import RegisteredDesign, load_design, load_design_file, require
+from pydantic import Field, model_validator
+
+from rungbench.design.registry import RegisteredDesign, load_design, load_design_file
+from rungbench.design.schema import (
+    KeyRefusal,
+    PresetModel,
+    key,
+    parse_preset,
+    require_distinct,
+)
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import digest
 
@@ -31,6 +40,7 @@ QUERIES = ("naive", "fixed")
 TOOLS = ("causal", "calc", "identify")
 """Tools an arm may offer besides ``submit_answer``."""
 DEFAULT_PRESET = "causal_arms"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,8 +51,6 @@ class Arm:
     """Arm id (``A0`` … ``A11-protocol``); unique within a matrix."""
     label: str
     """Human label."""
-    model: str
-    """Model role; one agent serves every arm, so this is recorded, never switched on."""
     system_prompt: str
     """The exact system prompt text (the preset's prompt plus the worker protocol, if any)."""
     facts: str
@@ -122,6 +130,8 @@ class Matrix:
     """Default repeated samples per case."""
     items_per_world: int
     """Default cases per world."""
+    id: str = ""
+    """The preset's ``[design] id``, recorded in the ablation report."""
 
     def arm(self, name: str) -> Arm:
         """Return arm ``name``; InputError naming the known arms otherwise."""
@@ -139,109 +149,160 @@ def load_matrix(source: str | Path = DEFAULT_PRESET) -> Matrix:
 
 
 def parse_matrix(reg: RegisteredDesign) -> Matrix:
-    """Check a parsed preset; InputError naming the file and field on any bad value."""
-    defaults = reg.section("defaults")
-    prompts = reg.section("prompts")
-    protocols = reg.document.get("protocols", {})
-    src = reg.source
-    arms: dict[str, Arm] = {}
-    for i, table in enumerate(reg.table_list("arms")):
-        arm = _arm(table, defaults, prompts, protocols, src, f"arms[{i}]")
-        if arm.name in arms:
-            raise InputError(f"duplicate arm {arm.name!r}", path=src, field=f"arms[{i}].name")
-        arms[arm.name] = arm
-    comparisons = tuple(
-        Comparison(_known(t, "a", arms, src, f"comparisons[{i}]"),
-                   _known(t, "b", arms, src, f"comparisons[{i}]"),
-                   require(t, "isolates", str, source=src, prefix=f"comparisons[{i}]"))
-        for i, t in enumerate(reg.document.get("comparisons", [])))
-    questions = tuple(
-        Question(require(t, "id", str, source=src, prefix=f"questions[{i}]"),
-                 require(t, "text", str, source=src, prefix=f"questions[{i}]"),
-                 _known(t, "a", arms, src, f"questions[{i}]"),
-                 _known(t, "b", arms, src, f"questions[{i}]"),
-                 require(t, "endpoint", str, source=src, prefix=f"questions[{i}]"))
-        for i, t in enumerate(reg.document.get("questions", [])))
+    """Check a parsed preset against :class:`AblationPreset`; InputError naming the file and
+    key on any bad or unknown value."""
+    preset = parse_preset(AblationPreset, reg.document, source=reg.source)
+    arms = {t.name: _arm(t, preset) for t in preset.arms}
+    comparisons = tuple(Comparison(c.a, c.b, c.isolates) for c in preset.comparisons)
+    questions = tuple(Question(q.id, q.text, q.a, q.b, q.endpoint) for q in preset.questions)
     return Matrix(reg.name, reg.digest, arms, comparisons, questions,
-                  _positive(defaults, "samples", src), _positive(defaults, "items_per_world", src))
+                  preset.defaults.samples, preset.defaults.items_per_world, preset.design.id)
 
 
-def _known(table: dict[str, Any], key: str, arms: dict[str, Arm], src: str, prefix: str) -> str:
-    name = require(table, key, str, source=src, prefix=prefix)
-    if name not in arms:
-        raise InputError(f"names unknown arm {name!r}", path=src, field=f"{prefix}.{key}")
-    return str(name)
-
-
-def _positive(table: dict[str, Any], key: str, src: str) -> int:
-    value = require(table, key, int, source=src, prefix="defaults")
-    if value < 1:
-        raise InputError(f"must be >= 1, got {value}", path=src, field=f"defaults.{key}")
-    return int(value)
-
-
-def _choice(table: dict[str, Any], key: str, allowed: tuple[str, ...], src: str,
-            prefix: str) -> str:
-    value = require(table, key, str, source=src, prefix=prefix)
-    if value not in allowed:
-        raise InputError(f"{value!r} is not one of {', '.join(allowed)}", path=src,
-                         field=f"{prefix}.{key}")
-    return str(value)
-
-
-def _arm(table: dict[str, Any], defaults: dict[str, Any], prompts: dict[str, Any],
-         protocols: dict[str, Any], src: str, prefix: str) -> Arm:
-    merged = {**{k: v for k, v in defaults.items() if k in (
-        "model", "max_tool_calls", "max_tokens", "production_keep")}, **table}
-    name = require(merged, "name", str, source=src, prefix=prefix)
-    prompt_name = _choice(merged, "prompt", tuple(prompts), src, prefix)
-    facts = _choice(merged, "facts", FACTS, src, prefix)
-    tools = require(merged, "tools", list, source=src, prefix=prefix)
-    for tool in tools:
-        if tool not in TOOLS:
-            raise InputError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}", path=src,
-                             field=f"{prefix}.tools")
-    if len(set(tools)) != len(tools):
-        raise InputError("a tool is listed twice", path=src, field=f"{prefix}.tools")
-    content = _choice(merged, "content", CONTENTS, src, prefix) if facts != "public" else None
-    if facts == "graph" and "causal" not in tools:
-        raise InputError("facts = 'graph' needs the causal tool (the graph is reached only "
-                         "through it)", path=src, field=f"{prefix}.tools")
-    if facts != "graph" and "causal" in tools:
-        raise InputError("the causal tool needs facts = 'graph'", path=src,
-                         field=f"{prefix}.tools")
-    query = _choice(merged, "query", QUERIES, src, prefix) if "causal" in tools else None
-    protocol = merged.get("protocol")
-    text = str(prompts[prompt_name])
-    if protocol is not None:
-        if not isinstance(protocol, str) or protocol not in protocols:
-            raise InputError(f"unknown protocol {protocol!r}", path=src,
-                             field=f"{prefix}.protocol")
-        text = f"{text}\n\n{protocols[protocol]}"
-    keep = require(merged, "production_keep", (int, float), source=src, prefix=prefix)
-    if not 0.0 <= float(keep) <= 1.0:
-        raise InputError(f"must be in [0, 1], got {keep}", path=src,
-                         field=f"{prefix}.production_keep")
-    calls = require(merged, "max_tool_calls", int, source=src, prefix=prefix)
-    tokens = require(merged, "max_tokens", int, source=src, prefix=prefix)
-    if calls < 0 or tokens < 1:
-        raise InputError("budgets must be max_tool_calls >= 0 and max_tokens >= 1", path=src,
-                         field=f"{prefix}.max_tokens")
+def _arm(table: ArmTable, preset: AblationPreset) -> Arm:
+    d = preset.defaults
+    text = preset.prompts[table.prompt]
+    if table.protocol is not None:
+        text = f"{text}\n\n{preset.protocols[table.protocol]}"
     return Arm(
-        name=str(name), label=str(merged.get("label", name)),
-        model=str(require(merged, "model", str, source=src, prefix=prefix)),
-        system_prompt=text, facts=facts, content=content, query=query, tools=tuple(tools),
-        protocol=protocol, max_tool_calls=int(calls), max_tokens=int(tokens),
-        production_keep=float(keep),
-        memory=_optional_str(merged, "memory", src, prefix),
-    )
+        name=table.name, label=table.label or table.name, system_prompt=text,
+        facts=table.facts, content=table.content if table.facts != "public" else None,
+        query=table.query if "causal" in table.tools else None, tools=tuple(table.tools),
+        protocol=table.protocol,
+        max_tool_calls=_or(table.max_tool_calls, d.max_tool_calls),
+        max_tokens=_or(table.max_tokens, d.max_tokens),
+        production_keep=float(_or(table.production_keep, d.production_keep)),
+        memory=table.memory)
 
 
-def _optional_str(table: dict[str, Any], key: str, src: str, prefix: str) -> str | None:
-    value = table.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise InputError(f"expected a non-empty string, got {value!r}", path=src,
-                         field=f"{prefix}.{key}")
-    return value
+def _or(value: T | None, default: T) -> T:
+    return default if value is None else value
+
+
+Facts = Literal["public", "text", "graph"]
+Tool = Literal["causal", "calc", "identify"]
+Endpoint = Literal["accuracy", "accuracy_exact_nonid", "false_answer_on_non_id",
+                   "false_non_id", "decision_accuracy", "brier", "tokens", "tool_calls",
+                   "cost_usd", "edges_obtained"]
+"""Endpoints a question may be answered on (rungbench.causal.ablations.analysis)."""
+
+
+class AblationIdentity(PresetModel):
+    """``[design]`` of an ablation preset."""
+
+    id: str = key("identity", "Preset ID, recorded in every arm run and analysis.",
+                  min_length=1)
+    version: Literal[1] = key("identity", "Version of this key schema.")
+    seed: Literal["003_dc4fcca8b2a6b04f"] = key("identity", "The seed document (seed 003).")
+    kind: Literal["ablation_matrix"] = key("identity", "An ablation matrix of arms.")
+
+
+class AblationDefaults(PresetModel):
+    """``[defaults]``: what every arm uses unless it sets its own."""
+
+    samples: int = key("schedule", "Repeated samples per case (``--samples`` overrides).", ge=1)
+    items_per_world: int = key("schedule", "Cases drawn per world (``--per-world`` "
+                               "overrides).", ge=1)
+    production_keep: Annotated[float, Field(ge=0.0, le=1.0)] = key(
+        "request", "Share of the world's edges a production copy keeps (deterministic per "
+        "edge).")
+    max_tool_calls: int = key("request", "Tool-call budget per cell.", ge=0)
+    max_tokens: int = key("request", "Token budget (prompt + completion, all turns) per "
+                          "cell.", ge=1)
+
+
+class ArmTable(PresetModel):
+    """One ``[[arms]]`` table."""
+
+    name: str = key("schedule", "Arm id, unique (A0 ... A11-protocol).", min_length=1)
+    label: str | None = key("wording", "Human label in tables and the report.", default=None)
+    prompt: str = key("request", "Name of the [prompts] entry sent as the system prompt.")
+    facts: Facts = key("request", "Causal facts reachable: the public case, the edges as "
+                       "sentences, or the edges behind the causal() tool.")
+    content: Literal["production", "oracle"] | None = key(
+        "request", "Whose edges (text and graph facts): a thinned production copy or the "
+        "true mechanism.", default=None)
+    query: Literal["naive", "fixed"] | None = key(
+        "request", "causal() query path: the seed's production query or proposal P1.",
+        default=None)
+    tools: list[Tool] = key("request", "Tools offered besides submit_answer.")
+    protocol: str | None = key("request", "Name of the [protocols] text appended to the "
+                               "prompt.", default=None)
+    memory: str | None = key("gate", "Directory the agent keeps state in; scanned for "
+                             "contamination after every validation run.", default=None,
+                             min_length=1)
+    production_keep: Annotated[float, Field(ge=0.0, le=1.0)] | None = key(
+        "request", "Overrides defaults.production_keep.", default=None)
+    max_tool_calls: int | None = key("request", "Overrides defaults.max_tool_calls.",
+                                     default=None, ge=0)
+    max_tokens: int | None = key("request", "Overrides defaults.max_tokens.", default=None,
+                                 ge=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ArmTable:
+        require_distinct(list(self.tools), f"arm {self.name!r} tools")
+        if self.facts != "public" and self.content is None:
+            raise KeyRefusal("content", f"arm {self.name!r}: facts = {self.facts!r} needs content")
+        if self.facts == "public" and self.content is not None:
+            raise KeyRefusal("content",
+                             f"arm {self.name!r}: content is refused with facts = 'public'")
+        if (self.facts == "graph") != ("causal" in self.tools):
+            raise KeyRefusal("tools", f"arm {self.name!r}: facts = 'graph' and the causal tool go "
+                             "together (the graph is reached only through it)")
+        if ("causal" in self.tools) != (self.query is not None):
+            raise KeyRefusal("query", f"arm {self.name!r}: query is required with the causal tool "
+                             "and refused without it")
+        return self
+
+
+class ComparisonTable(PresetModel):
+    """One ``[[comparisons]]`` row: what a − b isolates."""
+
+    a: str = key("analysis", "Arm first in a - b.")
+    b: str = key("analysis", "Arm subtracted.")
+    isolates: str = key("wording", "What the difference isolates (shown beside it).",
+                        min_length=1)
+
+
+class QuestionTable(PresetModel):
+    """One ``[[questions]]`` row: a seed question and the comparison answering it."""
+
+    id: str = key("wording", "Question id (Q1, Q2, Q3).", min_length=1)
+    text: str = key("wording", "The question as the report asks it.", min_length=1)
+    a: str = key("analysis", "Arm first in the delta.")
+    b: str = key("analysis", "Arm subtracted.")
+    endpoint: Endpoint = key("analysis", "Endpoint the delta is taken on.")
+
+
+class AblationPreset(PresetModel):
+    """An ablation-matrix preset (``designs/causal_arms.toml``)."""
+
+    design: AblationIdentity
+    defaults: AblationDefaults
+    prompts: dict[str, str] = key("request", "Named system prompts.")
+    protocols: dict[str, str] = key("request", "Named worker-protocol texts.",
+                                    default_factory=dict)
+    arms: list[ArmTable] = Field(min_length=1)
+    comparisons: list[ComparisonTable] = Field(default_factory=list)
+    questions: list[QuestionTable] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names(self) -> AblationPreset:
+        names = [a.name for a in self.arms]
+        require_distinct(names, "arms")
+        for i, arm in enumerate(self.arms):
+            if arm.prompt not in self.prompts:
+                raise KeyRefusal(f"arms[{i}].prompt",
+                                 f"arm {arm.name!r}: unknown prompt {arm.prompt!r}; known: "
+                                 f"{', '.join(self.prompts)}")
+            if arm.protocol is not None and arm.protocol not in self.protocols:
+                raise KeyRefusal(f"arms[{i}].protocol",
+                                 f"arm {arm.name!r}: unknown protocol {arm.protocol!r}")
+        rows = [("comparisons", j, r.a, r.b) for j, r in enumerate(self.comparisons)] + \
+            [("questions", j, r.a, r.b) for j, r in enumerate(self.questions)]
+        for table, j, *pair in rows:
+            for arm_name in pair:
+                if arm_name not in names:
+                    raise KeyRefusal(f"{table}[{j}]", f"names unknown arm {arm_name!r}")
+        require_distinct([q.id for q in self.questions], "questions")
+        return self

@@ -27,11 +27,12 @@ authorization a run must be covered by; ``ladder`` renders every design's cells 
 self-shortlist choice stage from a verified probe run included) and the E020/E021
 estimands; ``ladder_audit`` the outcome-blind E020/E021 and E022 rendering audit behind
 ``rungbench design audit e020|e022``; ``planted`` the planted-mechanism agents served on loopback;
-``study`` the freeze → bind → run → evaluate → status chain.
+``study`` the freeze → bind → run → evaluate → status chain; ``study_presets`` the key schemas
+of the ladder and falsifier presets and ``plan`` the analysis each preset registers.
 """
 
 __all__ = [
     "analysis", "analysis_report", "audits", "bindings", "budget", "cells", "evaluation",
-    "evaluator", "ladder", "manifest", "move_choice", "planted", "preset_copy", "study",
-    "successor_records", "wdl_model", "wording"
+    "evaluator", "ladder", "manifest", "move_choice", "plan", "planted", "preset_copy", "study",
+    "study_presets", "successor_records", "wdl_model", "wording"
 ]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,15 +36,14 @@ from rungbench.chess.studies.cells import (
     CellTable,
     subset_digest,
 )
+from rungbench.chess.studies.plan import Plan, registered_plan
 from rungbench.design.factorial import MaterialRules
 from rungbench.errors import InputError
-from rungbench.stats import clopper_pearson, cluster_tests, holm_adjust
+from rungbench.stats import adjust, cluster_tests, proportion_interval
 from rungbench.stats.bootstrap import MeanTest
 from rungbench.stats.factorial import CONTRASTS
 from rungbench.stats.sums import dot_rows
 
-CATASTROPHIC = 0.40
-"""Catastrophic-blunder threshold on WDL regret (``regret.CATASTROPHIC_PPM`` / 1e6)."""
 CELL_ORDER: tuple[str, ...] = ("no_information", "legal_list_only", "board_only",
                                "board_plus_legal_list")
 """Conditions in the (R00, R01, R10, R11) order of the contrast coefficients."""
@@ -58,17 +57,28 @@ GATE = "chess analysis"
 
 @dataclass(frozen=True)
 class Settings:
-    """Inference settings of one analysis run."""
+    """Computation settings of one analysis run, and the registered plan it carries out."""
 
     n_boot: int = 2000
     """Cluster-bootstrap resamples."""
-    alpha: float = 0.05
-    """Two-sided error rate of intervals (and of the Holm family)."""
     seed: int = 0
     """Seed of every bootstrap (each analysis derives its own stream from it)."""
-    material: MaterialRules | None = None
-    """What counts as a material reversal (gate 3); None: the registered A105 preset's
-    ``[analysis.material]`` (:func:`material_of`)."""
+    plan: Plan | None = None
+    """The preset's registered analysis (:func:`rungbench.chess.studies.plan.plan_of`);
+    None only before :func:`with_plan` fills in the bound or bundled preset's."""
+
+    @property
+    def registered(self) -> Plan:
+        """The plan; raise :class:`InputError` when none was given."""
+        if self.plan is None:
+            raise InputError("no registered analysis plan (the preset's [analysis])",
+                             field="plan")
+        return self.plan
+
+    @property
+    def alpha(self) -> float:
+        """Level of every test; intervals are at ``1 - alpha`` (the plan's)."""
+        return self.registered.alpha
 
 
 @dataclass(frozen=True)
@@ -98,25 +108,19 @@ class Estimate:
 
 
 def material_of(settings: Settings) -> MaterialRules:
-    """The settings' materiality rules, or the registered A105 preset's."""
-    if settings.material is not None:
-        return settings.material
-    from rungbench.design.presets import factorial_design
-
-    rules = factorial_design().material
+    """The plan's materiality rules (A105's ``[analysis.material]``)."""
+    rules = settings.registered.material
     if rules is None:
-        raise InputError("the registered a105 preset has no [analysis.material] table",
+        raise InputError(f"the {settings.registered.design} plan has no [analysis.material]",
                          field="analysis.material")
     return rules
 
 
-def with_material(settings: Settings, rules: MaterialRules | None) -> Settings:
-    """``settings`` with ``rules`` filled in when it names none."""
-    if settings.material is not None:
+def with_plan(settings: Settings, design_id: str) -> Settings:
+    """``settings`` with the bundled preset's plan of ``design_id`` when it carries none."""
+    if settings.plan is not None:
         return settings
-    if rules is None:
-        return replace(settings, material=material_of(settings))
-    return replace(settings, material=rules)
+    return replace(settings, plan=registered_plan(design_id))
 
 
 def stream(settings: Settings, *labels: str) -> np.random.Generator:
@@ -167,7 +171,7 @@ def _cell_array(rows: Sequence[CellRow], orders: Sequence[str]
     return positions, games, values, members
 
 
-def _units(rows: Sequence[CellRow], *, orders: Sequence[str] = PANEL_ORDERS,
+def _units(rows: Sequence[CellRow], orders: Sequence[str], *,
            fill: float | tuple[float, float, float, float] | None = None) -> _Units:
     """Per-position cell means; ``fill`` replaces missing cells (per condition when a tuple)."""
     positions, games, values, members = _cell_array(rows, orders)
@@ -182,13 +186,14 @@ def _units(rows: Sequence[CellRow], *, orders: Sequence[str] = PANEL_ORDERS,
                   tuple(r for p in kept for r in members[p]))
 
 
-def _factorial(units: _Units, analysis: str, settings: Settings, *, cluster: str = "game",
+def _factorial(units: _Units, analysis: str, settings: Settings, *, cluster: str | None = None,
                weighting: str = "unit", estimands: Sequence[str] = tuple(CONTRASTS),
                label: str = "") -> dict[str, Estimate]:
     """The registered contrasts on per-position units, one shared bootstrap."""
     if len(units.positions) < 2 or len(set(units.games)) < 2:
         return {}
-    clusters = units.games if cluster == "game" else units.positions
+    unit = cluster or settings.registered.cluster
+    clusters = units.games if unit == "source_game" else units.positions
     vectors = {name: dot_rows(units.cells, np.asarray(CONTRASTS[name], dtype=np.float64))
                for name in estimands}
     tests = cluster_tests(vectors, clusters, n_boot=settings.n_boot, alpha=settings.alpha,
@@ -242,33 +247,37 @@ def a105_result(rows: Sequence[CellRow], model: str, split: str,
     if not rows:
         raise InputError(f"no A105 cells for {model} / {split}", field="rows")
     tag = f"{model}|{split}"
-    primary = _factorial(_units(rows), "primary", settings, label=tag)
+    orders = settings.registered.panel_orders
+    primary = _factorial(_units(rows, orders), "primary", settings, label=tag)
     return A105Result(model, split, _cell_means(rows), primary,
                       _sensitivities(rows, settings, tag), _legal_only(rows),
-                      attrition(rows, material_of(settings)), _catastrophic(rows))
+                      attrition(rows, material_of(settings), orders),
+                      _catastrophic(rows, settings))
 
 
 def _sensitivities(rows: Sequence[CellRow], settings: Settings,
                    tag: str) -> dict[str, dict[str, Estimate]]:
     out: dict[str, dict[str, Estimate]] = {}
-    for order in PANEL_ORDERS:
-        out[f"panel_order={order}"] = _factorial(_units(rows, orders=(order,)),
+    orders = settings.registered.panel_orders
+    for order in orders:
+        out[f"panel_order={order}"] = _factorial(_units(rows, (order,)),
                                                  f"panel_order={order}", settings, label=tag)
     for route in sorted({r.route for r in rows}):
         subset = [r for r in rows if r.route == route]
-        out[f"provider_route={route}"] = _factorial(_units(subset), f"provider_route={route}",
+        out[f"provider_route={route}"] = _factorial(_units(subset, orders),
+                                                    f"provider_route={route}",
                                                     settings, label=tag)
-    complete = _units(rows)
+    complete = _units(rows, orders)
     out["equal_source_game_weighting"] = _factorial(
         complete, "equal_source_game_weighting", settings, weighting="cluster", label=tag)
     out["position_cluster"] = _factorial(complete, "position_cluster", settings,
                                          cluster="position", label=tag)
     out["intention_to_run_max_regret"] = _factorial(
-        _units(rows, fill=1.0), "intention_to_run_max_regret", settings, label=tag)
+        _units(rows, orders, fill=1.0), "intention_to_run_max_regret", settings, label=tag)
     for name, upper in (("attrition_best", True), ("attrition_worst", False)):
         bound: dict[str, Estimate] = {}
         for estimand in CONTRASTS:
-            bound |= _factorial(_units(rows, fill=_bound_fill(estimand, upper)), name,
+            bound |= _factorial(_units(rows, orders, fill=_bound_fill(estimand, upper)), name,
                                 settings, estimands=(estimand,), label=tag)
         out[name] = bound
     return out
@@ -297,26 +306,37 @@ def _legal_only(rows: Sequence[CellRow]) -> dict[str, Any]:
             "not randomized", "cells": means}
 
 
-def _catastrophic(rows: Sequence[CellRow]) -> dict[str, dict[str, Any]]:
-    return {condition: catastrophic_rate([r for r in rows if r.condition == condition])
+def _catastrophic(rows: Sequence[CellRow], settings: Settings) -> dict[str, dict[str, Any]]:
+    return {condition: catastrophic_rate([r for r in rows if r.condition == condition],
+                                         settings.registered)
             for condition in CELL_ORDER}
 
 
-def catastrophic_rate(rows: Sequence[CellRow], alpha: float = 0.05) -> dict[str, Any]:
-    """Share of scored cells with regret ≥ 0.40, Clopper–Pearson interval, over all and legal."""
+def is_catastrophic(row: CellRow, plan: Plan) -> bool:
+    """Whether a scored cell's regret reaches the registered catastrophic threshold."""
+    return row.regret is not None and row.regret >= plan.catastrophic_regret
+
+
+def catastrophic_rate(rows: Sequence[CellRow], plan: Plan) -> dict[str, Any]:
+    """Share of scored cells with regret at or above the registered threshold, with the
+    registered interval, over all cells and over legal submissions."""
     scored = [r for r in rows if r.regret is not None]
     legal = [r for r in scored if r.outcome == "legal"]
-    out: dict[str, Any] = {"threshold": CATASTROPHIC, "source": subset_digest(scored)}
+    out: dict[str, Any] = {"threshold": plan.catastrophic_regret, "method": plan.interval,
+                           "source": subset_digest(scored)}
     for key, group in (("all", scored), ("legal", legal)):
-        k = sum(1 for r in group if r.regret is not None and r.regret >= CATASTROPHIC)
+        k = sum(1 for r in group if is_catastrophic(r, plan))
         out[key] = ({"k": k, "n": len(group), "rate": k / len(group),
-                     "clopper_pearson": list(clopper_pearson(k, len(group), alpha))}
-                    if group else {"k": 0, "n": 0, "rate": None, "clopper_pearson": None})
+                     "interval": list(proportion_interval(plan.interval, k, len(group),
+                                                          plan.alpha))}
+                    if group else {"k": 0, "n": 0, "rate": None, "interval": None})
     return out
 
 
-def attrition(rows: Sequence[CellRow], rules: MaterialRules) -> dict[str, Any]:
-    """Condition × route hazards, the differential-attrition call and support counts."""
+def attrition(rows: Sequence[CellRow], rules: MaterialRules,
+              orders: Sequence[str] = PANEL_ORDERS) -> dict[str, Any]:
+    """Condition × route hazards, the differential-attrition call and support counts (a
+    position is complete when every condition of every registered panel order was scored)."""
     conditions = sorted({r.condition for r in rows})
     routes = sorted({r.route for r in rows})
     table = []
@@ -335,7 +355,7 @@ def attrition(rows: Sequence[CellRow], rules: MaterialRules) -> dict[str, Any]:
     hazards = {c: lost / n for c, (lost, n) in per_condition.items()}
     spread = max(hazards.values()) - min(hazards.values()) if hazards else 0.0
     p = _homogeneity_p(list(per_condition.values()))
-    complete = _units(rows)
+    complete = _units(rows, orders)
     return {"hazards": table, "condition_hazards": hazards, "spread": spread,
             "homogeneity_p": p, "differential": bool(spread > rules.attrition_spread
                                                      and p < rules.attrition_alpha),
@@ -370,33 +390,34 @@ class A105Analysis:
     """Primary test key ``model:factor`` → held-out main effect, p and Holm-adjusted p."""
     pooled: dict[str, Estimate]
     """Factor → held-out main effect pooled across models (never a substitute, gate 7)."""
-    settings: Settings = field(default_factory=Settings)
-    """Inference settings used."""
+    settings: Settings
+    """Computation settings and the plan carried out."""
 
     def to_json(self) -> dict[str, Any]:
         """Return the analysis as a JSON-ready mapping."""
         return {"results": [r.to_json() for r in self.results.values()],
-                "holm_family": self.family,
+                "primary_family": self.family,
                 "pooled_across_models": {"label": "pooled cross-model average: not a "
                                          "substitute for model-specific evidence",
                                          **{k: v.to_json() for k, v in self.pooled.items()}},
-                "settings": {"n_boot": self.settings.n_boot, "alpha": self.settings.alpha,
-                             "seed": self.settings.seed,
-                             "material": material_of(self.settings).to_json()}}
+                "settings": {"n_boot": self.settings.n_boot, "seed": self.settings.seed,
+                             "plan": self.settings.registered.to_json()}}
 
 
-def analyze_a105(table: CellTable, settings: Settings, *, primary_split: str = "held_out",
-                 models: Sequence[str] | None = None,
-                 primary_tests: Sequence[str] = ()) -> A105Analysis:
-    """Every A105 estimand of ``table``; Holm across the registered primary tests (held-out).
+def analyze_a105(table: CellTable, settings: Settings, *,
+                 models: Sequence[str] | None = None) -> A105Analysis:
+    """Every A105 estimand of ``table``; the registered multiplicity adjustment across the
+    registered primary tests on the registered primary split.
 
-    The family is ``primary_tests`` (A105: 2 models × 2 factors) plus any test of a model
-    in the table; a registered test without an estimate stays in the family with p = 1,
-    so a missing model never shrinks the correction.
+    The family is the plan's ``primary_tests`` (A105: 2 models × 2 factors) plus any test of
+    a model in the table; a registered test without an estimate stays in the family with
+    p = 1, so a missing model never shrinks the correction.
     """
     if table.header.design_id != "A105":
         raise InputError(f"table carries {table.header.design_id}, not A105", field="design_id")
-    settings = with_material(settings, None)
+    settings = with_plan(settings, "A105")
+    plan = settings.registered
+    primary_split = plan.primary_split or "held_out"
     names = list(models) if models is not None else sorted({r.model for r in table.rows})
     results = {}
     for model in names:
@@ -404,15 +425,15 @@ def analyze_a105(table: CellTable, settings: Settings, *, primary_split: str = "
             rows = [r for r in table.rows if r.model == model and r.split == split]
             if rows:
                 results[(model, split)] = a105_result(rows, model, split, settings)
-    family = _holm_family(results, names, primary_split, settings.alpha, primary_tests)
+    family = _primary_family(results, names, primary_split, plan)
     return A105Analysis(results, family, _pooled(table, names, primary_split, settings),
                         settings)
 
 
-def _holm_family(results: dict[tuple[str, str], A105Result], models: Sequence[str],
-                 split: str, alpha: float,
-                 registered: Sequence[str]) -> dict[str, dict[str, Any]]:
-    keys = list(dict.fromkeys([*registered, *(f"{m}:{f}" for m in models
+def _primary_family(results: dict[tuple[str, str], A105Result], models: Sequence[str],
+                    split: str, plan: Plan) -> dict[str, dict[str, Any]]:
+    alpha = plan.alpha
+    keys = list(dict.fromkeys([*plan.primary_tests, *(f"{m}:{f}" for m in models
                                                for f in FACTOR_ESTIMANDS)]))
     estimates: list[Estimate | None] = []
     for key in keys:
@@ -423,9 +444,10 @@ def _holm_family(results: dict[tuple[str, str], A105Result], models: Sequence[st
         estimates.append(None if result is None
                          else result.primary.get(FACTOR_ESTIMANDS[factor][0]))
     # A registered test without an estimate is kept at p = 1 (never shrinks the family).
-    adjusted = holm_adjust([1.0 if e is None else e.test.p for e in estimates])
+    adjusted = adjust(plan.multiplicity, [1.0 if e is None else e.test.p for e in estimates])
     return {k: {"estimate": None if e is None else e.to_json(),
-                "p": 1.0 if e is None else e.test.p, "holm_p": q, "alpha": alpha,
+                "p": 1.0 if e is None else e.test.p, "adjusted_p": q,
+                "method": plan.multiplicity, "alpha": alpha,
                 "rejected": e is not None and q <= alpha, "missing": e is None,
                 "family_size": len(keys)}
             for k, e, q in zip(keys, estimates, adjusted, strict=True)}
@@ -433,7 +455,8 @@ def _holm_family(results: dict[tuple[str, str], A105Result], models: Sequence[st
 
 def _pooled(table: CellTable, models: Sequence[str], split: str,
             settings: Settings) -> dict[str, Estimate]:
-    units = [_units([r for r in table.rows if r.model == m and r.split == split])
+    units = [_units([r for r in table.rows if r.model == m and r.split == split],
+                    settings.registered.panel_orders)
              for m in models]
     if len(units) < 2:
         return {}

@@ -10,20 +10,18 @@ the ``source`` digest of the rows it came from; the Markdown prints a short form
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rungbench.chess.studies.analysis import (
-    FACTOR_ESTIMANDS,
-    Settings,
-    analyze_a105,
-    with_material,
-)
+from rungbench.chess.studies.analysis import FACTOR_ESTIMANDS, Settings, analyze_a105
 from rungbench.chess.studies.arms_analysis import analyze_e023, falsifier_profile, stage_profile
 from rungbench.chess.studies.cells import CellTable
 from rungbench.chess.studies.gates import evaluate_gates
+from rungbench.chess.studies.ladder_audit import cells_statement
+from rungbench.chess.studies.plan import BUNDLED, plan_of
 from rungbench.chess.studies.wording import DOES_NOT_PROVE, word
-from rungbench.design.presets import FactorialDesign, arms_design, factorial_design
+from rungbench.design.presets import FactorialDesign, factorial_design
 from rungbench.design.registry import RegisteredDesign, load_design
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import canonical_bytes
@@ -63,20 +61,20 @@ def check_evaluator(table: CellTable, proxy: str | None) -> str:
     return PROXY_LABEL if same else PRIMARY_LABEL
 
 
-def _check_design(table: CellTable, preset: RegisteredDesign | None) -> str:
+def _check_design(table: CellTable, preset: RegisteredDesign | None) -> RegisteredDesign:
+    """The preset the table was produced under (the bound one, else the bundled one of its
+    design ID), refused when the table's design digest is another's."""
     h = table.header
-    registered = {"A105": lambda: factorial_design().digest,
-                  "E023": lambda: arms_design().digest,
-                  "E020_E021": lambda: load_design("e020_e021").digest,
-                  "E022": lambda: load_design("e022").digest}.get(h.design_id)
-    if registered is None:
-        raise InputError(f"no registered preset for {h.design_id}", field="design_id")
-    expected = preset.digest if preset is not None else registered()
-    if h.design_digest != expected:
+    if preset is None:
+        if h.design_id not in BUNDLED:
+            raise InputError(f"no registered preset for {h.design_id}", field="design_id")
+        preset = load_design(BUNDLED[h.design_id])
+    if h.design_digest != preset.digest:
         raise Refusal([Reason("manifest_mismatch", f"the table's {h.design_id} digest is not "
                               "the registered preset's", "design_digest",
-                              {"table": h.design_digest, "registered": expected})], gate=GATE)
-    return expected
+                              {"table": h.design_digest, "registered": preset.digest})],
+                      gate=GATE)
+    return preset
 
 
 def analyze_table(table: CellTable, settings: Settings | None = None, *,
@@ -90,9 +88,11 @@ def analyze_table(table: CellTable, settings: Settings | None = None, *,
     """
     settings = settings or Settings()
     role = check_evaluator(table, proxy)
-    registered = _check_design(table, preset)
-    if design is None and preset is not None and table.header.design_id == "A105":
-        design = factorial_design(preset)
+    bound = _check_design(table, preset)
+    registered = bound.digest
+    settings = replace(settings, plan=plan_of(bound))
+    if design is None and table.header.design_id == "A105":
+        design = factorial_design(bound)
     h = table.header
     bad = table.anomaly_counts()
     doc: dict[str, Any] = {
@@ -100,12 +100,11 @@ def analyze_table(table: CellTable, settings: Settings | None = None, *,
         "study": h.study_digest, "design_digest": h.design_digest,
         "registered_design_digest": registered, "evaluation": h.evaluation_digest,
         "evaluator_family": h.evaluator_family, "labeller_family": h.labeller_family,
-        "role": role, "cells": len(table.rows),
+        "role": role, "cells": len(table.rows), "plan": settings.registered.to_json(),
         "bad_input": {**bad, "rows": list(table.anomalies)}}
     if h.design_id == "A105":
-        design = design or factorial_design()
-        doc["a105"] = _a105(table, with_material(settings, design.material), design, role,
-                            bad)
+        assert design is not None
+        doc["a105"] = _a105(table, settings, design, role, bad)
     elif h.design_id == "E023":
         doc["e023"] = [analyze_e023(table, m, s, settings).to_json()
                        for m, s in _model_splits(table)]
@@ -115,6 +114,7 @@ def analyze_table(table: CellTable, settings: Settings | None = None, *,
     else:
         doc["stages"] = [stage_profile(table, m, s, settings).to_json()
                          for m, s in _model_splits(table)]
+        doc["cells_statement"] = cells_statement(bound)
     return doc
 
 
@@ -124,8 +124,7 @@ def _model_splits(table: CellTable) -> list[tuple[str, str]]:
 
 def _a105(table: CellTable, settings: Settings, design: FactorialDesign, role: str,
           bad: dict[str, int]) -> dict[str, Any]:
-    analysis = analyze_a105(table, settings, primary_split=design.gate.primary_split,
-                            primary_tests=design.primary_tests)
+    analysis = analyze_a105(table, settings)
     claims = []
     for model in sorted({r.model for r in table.rows}):
         for factor in FACTOR_ESTIMANDS:
@@ -190,8 +189,13 @@ def markdown(doc: dict[str, Any]) -> str:
     lines += _md_inputs(doc.get("inputs"))
     if "a105" in doc:
         lines += _md_a105(doc["a105"])
+    if doc.get("cells_statement"):
+        c = doc["cells_statement"]
+        lines += [f"Cells: this preset produces {c['produced']:,}; the registered E020/E021 "
+                  f"preset {c['registered']:,}; the seed states {c['seed']:,}. "
+                  f"{c['explanation']}", ""]
     for stage in doc.get("stages", []):
-        lines += _md_stage(stage)
+        lines += _md_stage(stage, 1.0 - doc["plan"]["alpha"])
     for result in doc.get("e023", []):
         lines += _md_e023(result)
     return "\n".join(lines) + "\n"
@@ -203,10 +207,11 @@ def _md_inputs(inputs: dict[str, Any] | None) -> list[str]:
         return []
     out = [f"Binding `{short(inputs['binding'])}` · manifest `{short(inputs['manifest'])}` · "
            f"label stage `{short(inputs['label_stage'])}`", "",
-           "| run | model | route | part | cells | run manifest | evaluation |",
-           "|---|---|---|---|---|---|---|"]
+           "| run | model | route | part | cells | terminal provider failures | run manifest | "
+           "evaluation |", "|---|---|---|---|---|---|---|---|"]
     out += [f"| {r['run_id']} | {r['model']} | {r['route']} | {r['part']} | {r['cells']} | "
-            f"`{short(r['manifest'])}` | `{short(r['evaluation'])}` |" for r in inputs["runs"]]
+            f"{r.get('terminal_provider_failures', 0)} | `{short(r['manifest'])}` | "
+            f"`{short(r['evaluation'])}` |" for r in inputs["runs"]]
     return [*out, ""]
 
 
@@ -267,7 +272,7 @@ def _gate_source(g: dict[str, Any]) -> str:
     """A gate line's evidence figure and the digest it came from."""
     ev = g["evidence"]
     bits = []
-    for key in ("mean", "holm_p", "low"):
+    for key in ("mean", "adjusted_p", "low"):
         if isinstance(ev.get(key), float):
             bits.append(f"{key} {ev[key]:+.4f}")
     if ev.get("reversed_under"):
@@ -280,17 +285,19 @@ def _gate_source(g: dict[str, Any]) -> str:
     return (f" ({'; '.join(bits)})" if bits else "") + (f" `{short(source)}`" if source else "")
 
 
-def _md_stage(s: dict[str, Any]) -> list[str]:
+def _md_stage(s: dict[str, Any], confidence: float) -> list[str]:
     out = [f"### {s['model']} · {s['split']}: {s['label']}", "", s["label_meaning"], "",
-           "| figure | estimate | 95% interval | source |", "|---|---|---|---|"]
+           f"| figure | estimate | {100 * confidence:g}% interval | source |",
+           "|---|---|---|---|"]
     for name, f in s["figures"].items():
-        interval = f.get("clopper_pearson") if "low" not in f else [f["low"], f["high"]]
-        low, high = interval if interval else (None, None)
+        shown = f if "low" in f else (f.get("proportion_interval") or {})
+        low, high = shown.get("low"), shown.get("high")
         out.append(f"| {name} | {_f(f['estimate'], '.4f')} | [{_f(low, '.4f')}, "
                    f"{_f(high, '.4f')}] | `{short(f['source'])}` |")
     for arm, c in s["paired_regret_contrasts"].items():
         out.append(f"\n{arm}: benefit {_f(c['mean'])} [{_f(c['low'])}, "
-                   f"{_f(c['high'])}], BH p {c['bh_p']:.4f} `{short(c['source'])}`")
+                   f"{_f(c['high'])}], {c['method']} p {c['adjusted_p']:.4f} "
+                   f"`{short(c['source'])}`")
     return [*out, ""]
 
 
@@ -301,6 +308,6 @@ def _md_e023(r: dict[str, Any]) -> list[str]:
            f"p {p['p']:.4f} (two-sided alpha {p['alpha']}) — "
            f"{'rejected' if p['rejected'] else 'not rejected'} `{short(p['source'])}`", ""]
     for k, s in r["secondaries"].items():
-        out.append(f"- {k}: {_f(s['mean'])} [{_f(s['low'])}, {_f(s['high'])}], BH q "
-                   f"{s['bh_q']:.4f} `{short(s['source'])}`")
+        out.append(f"- {k}: {_f(s['mean'])} [{_f(s['low'])}, {_f(s['high'])}], "
+                   f"{s['method']} p {s['adjusted_p']:.4f} `{short(s['source'])}`")
     return [*out, ""]

@@ -1,20 +1,24 @@
 """E020/E021 and E023 estimands over a verified cell table (seed 001).
 
+Every inference choice is the preset's (:class:`~rungbench.chess.studies.plan.Plan`): the
+level, the proportion-interval method, the cluster unit, the contrasts and their
+multiplicity adjustment, the catastrophic threshold.
+
 E020/E021 ("One outcome, two hidden stages"; ``designs/e020_e021.toml``): coverage C (a
-best move in the coverage probe's shortlist), conditional selection S per oracle arm (a
-best move chosen where one is shown), C × S, the unaided best-move rate, and the
-registered paired regret contrasts (oracle_top2 − unaided, widths, omission), with
-Benjamini–Hochberg across them. A profile label needs both stages: one cell's score is
+best move in the coverage probe's shortlist), conditional selection S per registered
+selection arm (a best move chosen where one is shown), C × S, the unaided best-move rate,
+and the registered paired regret contrasts (primary, widths, omission), adjusted as
+registered. A profile label needs both stages: one cell's score is
 never decomposed ("No single cell receives a psychological label").
 
 E022 (:func:`falsifier_profile`): successor-state and reply arms against the bare
 oracle top-5 at the same width — coverage, conditional selection, their difference and
 paired regret contrasts.
 
-E023 ("Hold the anchor and width fixed"): primary near_strong − far_tail WDL regret at
-two-sided alpha 0.05 (position clusters); secondaries — near_strong − mixed_tail, the
+E023 ("Hold the anchor and width fixed"): the registered primary contrast of WDL regret
+at the registered level; secondaries — the registered secondary contrasts, the
 catastrophic-blunder rate, proposer-rank-1 selection and order disagreement between the
-two counterbalanced presentations — under Benjamini–Hochberg.
+two counterbalanced presentations — under the registered adjustment.
 
 Every figure carries ``source``: the digest of the exact rows it came from.
 """
@@ -28,15 +32,17 @@ from typing import Any
 import numpy as np
 
 from rungbench.chess.studies.analysis import (
-    CATASTROPHIC,
     GATE,
     Settings,
     catastrophic_rate,
+    is_catastrophic,
     stream,
+    with_plan,
 )
 from rungbench.chess.studies.cells import CellRow, CellTable, subset_digest
+from rungbench.chess.studies.plan import Plan
 from rungbench.errors import Reason, Refusal
-from rungbench.stats import benjamini_hochberg_adjust, clopper_pearson, cluster_tests
+from rungbench.stats import adjust, cluster_tests, proportion_interval
 from rungbench.stats.bootstrap import MeanTest, cluster_ratio_draws, nan_interval
 
 # ----------------------------------------------------------------------- E020 / E021
@@ -57,9 +63,9 @@ class StageProfile:
     label: str
     """``coverage-limited``, ``selection-limited`` or ``mixed or undetermined``."""
     contrasts: dict[str, dict[str, Any]]
-    """Registered contrast ``a-b`` → paired regret benefit of a over b, BH-adjusted p."""
+    """Registered contrast ``a-b`` → paired regret benefit of a over b, adjusted p."""
     catastrophic: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Arm → catastrophic-blunder rate with its Clopper–Pearson interval."""
+    """Arm → catastrophic-blunder rate with its registered interval."""
 
     def to_json(self) -> dict[str, Any]:
         """Return the profile as a JSON-ready mapping."""
@@ -99,30 +105,31 @@ def label_profile(coverage: dict[str, Any] | None,
     return "mixed or undetermined"
 
 
-SELECTION_ARMS = ("oracle_top2", "oracle_top5", "oracle_top10")
-"""Registered selection arms (``e020_e021.toml`` ``analysis.selection_arms``)."""
-CONTRASTS_E020 = (("oracle_top2", "unaided"), ("oracle_top5", "oracle_top2"),
-                  ("oracle_top10", "oracle_top5"), ("best_omitted", "oracle_top10"))
-"""Registered paired contrasts: primary oracle_top2 − unaided, widths, omission."""
+def cluster_of(row: CellRow, plan: Plan) -> str:
+    """The registered cluster unit of a cell: its source game or its position."""
+    return row.source_game if plan.cluster == "source_game" else row.position
 
 
 def stage_profile(table: CellTable, model: str, split: str, settings: Settings) -> StageProfile:
-    """E020/E021 coverage C (probe), S per oracle arm and C × S, jointly cluster-bootstrapped.
+    """E020/E021 coverage C (probe), S per selection arm and C × S, jointly bootstrapped.
 
     C = share of probe cells whose shortlist holds a best move (model failures count as not
     covered); S(arm) = share of the arm's cells showing a best move in which one was chosen.
-    Probe and arm cells share positions, so one resample of source games draws both.
+    Probe and arm cells share positions, so one resample of clusters draws both.
     """
+    settings = with_plan(settings, "E020_E021")
+    plan = settings.registered
+    probe_name = plan.coverage_arm or ""
     rows = [r for r in table.rows if r.model == model and r.split == split
             and not r.is_reliability]
-    probe = [r for r in rows if r.condition == "self_shortlist"]
-    arms = [a for a in SELECTION_ARMS if any(r.condition == a and r.best_in_candidates
-                                            for r in rows)]
+    probe = [r for r in rows if r.condition == probe_name]
+    arms = [a for a in plan.selection_arms if any(r.condition == a and r.best_in_candidates
+                                                 for r in rows)]
     if not probe or not arms:
         label_profile(None, None)
-    units = [r for r in rows if r.condition in ("self_shortlist", *arms)]
-    is_probe = np.array([float(r.condition == "self_shortlist") for r in units])
-    covered = np.array([float(r.condition == "self_shortlist" and bool(r.best_in_candidates))
+    units = [r for r in rows if r.condition in (probe_name, *arms)]
+    is_probe = np.array([float(r.condition == probe_name) for r in units])
+    covered = np.array([float(r.condition == probe_name and bool(r.best_in_candidates))
                         for r in units])
     ratios = {"coverage": (covered, is_probe)}
     for arm in arms:
@@ -130,7 +137,7 @@ def stage_profile(table: CellTable, model: str, split: str, settings: Settings) 
                           for r in units])
         ratios[f"selection:{arm}"] = (shown * np.array([float(bool(r.chose_best))
                                                         for r in units]), shown)
-    estimates, draws = cluster_ratio_draws(ratios, [r.source_game for r in units],
+    estimates, draws = cluster_ratio_draws(ratios, [cluster_of(r, plan) for r in units],
                                            n_boot=settings.n_boot,
                                            rng=stream(settings, "stage", model, split))
     for arm in arms:
@@ -145,82 +152,94 @@ def stage_profile(table: CellTable, model: str, split: str, settings: Settings) 
     for name, value in estimates.items():
         low, high, dropped = nan_interval(draws[name], settings.alpha)
         group = probe if name == "coverage" else [
-            r for r in units if r.condition in ("self_shortlist", name.split(":")[-1])]
+            r for r in units if r.condition in (probe_name, name.split(":")[-1])]
         figures[name] = {"estimate": value, "low": low, "high": high,
                          "dropped_resamples": dropped, "cells": len(group),
                          "source": subset_digest(group)}
-    figures["coverage"]["clopper_pearson"] = list(clopper_pearson(
-        int(covered.sum()), len(probe), settings.alpha))
-    figures |= _arm_rates(rows, settings.alpha)
-    catastrophic = {arm: catastrophic_rate([r for r in rows if r.condition == arm],
-                                           settings.alpha)
-                    for arm in sorted({r.condition for r in rows} - {"self_shortlist"})}
+    figures["coverage"]["proportion_interval"] = _proportion(
+        int(covered.sum()), len(probe), plan)
+    figures |= _arm_rates(rows, plan)
+    catastrophic = {arm: catastrophic_rate([r for r in rows if r.condition == arm], plan)
+                    for arm in sorted({r.condition for r in rows} - {probe_name})}
     label = label_profile(figures["coverage"], {
         k: v for k, v in figures.items() if k.startswith("selection_minus_coverage:")})
-    return StageProfile(model, split, figures, label, _arm_contrasts(rows, settings, model),
-                        catastrophic)
+    return StageProfile(model, split, figures, label,
+                        _arm_contrasts(rows, settings, model, plan.contrasts), catastrophic)
 
 
-def _arm_rates(rows: Sequence[CellRow], alpha: float) -> dict[str, dict[str, Any]]:
-    group = [r for r in rows if r.condition == "unaided"]
-    if not group:
-        return {}
-    k = sum(1 for r in group if r.chose_best)
-    return {"unaided_best_rate": {"estimate": k / len(group), "clopper_pearson": list(
-        clopper_pearson(k, len(group), alpha)), "cells": len(group),
-        "source": subset_digest(group)}}
+def _proportion(k: int, n: int, plan: Plan) -> dict[str, Any]:
+    """A proportion's registered interval, named by its method."""
+    low, high = proportion_interval(plan.interval, k, n, plan.alpha)
+    return {"method": plan.interval, "confidence": round(1.0 - plan.alpha, 12),
+            "low": low, "high": high}
+
+
+def _arm_rates(rows: Sequence[CellRow], plan: Plan) -> dict[str, dict[str, Any]]:
+    """The best-move rate of every registered unaided arm (``unaided_best_rate`` for the arm
+    named unaided, ``best_rate:<arm>`` for another)."""
+    out = {}
+    for arm in plan.unaided_arms:
+        group = [r for r in rows if r.condition == arm]
+        if not group:
+            continue
+        k = sum(1 for r in group if r.chose_best)
+        name = "unaided_best_rate" if arm == "unaided" else f"best_rate:{arm}"
+        out[name] = {"estimate": k / len(group),
+                     "proportion_interval": _proportion(k, len(group), plan),
+                     "cells": len(group), "source": subset_digest(group)}
+    return out
 
 
 def _arm_contrasts(rows: Sequence[CellRow], settings: Settings, model: str,
-                   registered: Sequence[tuple[str, str]] = CONTRASTS_E020
-                   ) -> dict[str, dict[str, Any]]:
-    """Registered paired regret contrasts (benefit of a over b), BH across them."""
+                   registered: Sequence[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """Registered paired regret contrasts (benefit of a over b), adjusted as registered."""
+    plan = settings.registered
     scored = {(r.condition, r.position): r for r in rows if r.regret is not None}
     tests: dict[str, tuple[MeanTest, str, int]] = {}
     for a, b in registered:
         pairs = [(scored[(b, p)], scored[(a, p)]) for (arm, p) in scored
                  if arm == a and (b, p) in scored]
-        if len(pairs) < 2 or len({x.source_game for x, _ in pairs}) < 2:
+        clusters = [cluster_of(x, plan) for x, _ in pairs]
+        if len(pairs) < 2 or len(set(clusters)) < 2:
             continue
         vector = [float(x.regret or 0.0) - float(y.regret or 0.0) for x, y in pairs]
         name = f"{a}-{b}"
-        test = cluster_tests({name: vector}, [x.source_game for x, _ in pairs],
-                             n_boot=settings.n_boot, alpha=settings.alpha,
+        test = cluster_tests({name: vector}, clusters, n_boot=settings.n_boot,
+                             alpha=settings.alpha,
                              rng=stream(settings, "arm", model, name))[name]
         tests[name] = (test, subset_digest([x for pair in pairs for x in pair]),
                        len({x.source_game for x, _ in pairs}))
-    adjusted = benjamini_hochberg_adjust([t.p for t, _, _ in tests.values()]) if tests else []
+    adjusted = adjust(plan.multiplicity, [t.p for t, _, _ in tests.values()])
     return {name: {**t.to_json(), "meaning": "regret(b) − regret(a): positive = a lowers "
-                   "regret", "bh_p": q, "n_games": g, "source": s}
+                   "regret", "adjusted_p": q, "method": plan.multiplicity, "n_games": g,
+                   "source": s}
             for (name, (t, s, g)), q in zip(tests.items(), adjusted, strict=True)}
 
 
 # ---------------------------------------------------------------------------- E022
-
-FALSIFIER_CONTROL = "oracle_top5"
-"""E022's fixed-width control arm (``designs/e022.toml``)."""
-FALSIFIER_ARMS = ("successor_top5", "reply_top5")
-"""E022's falsifier arms: each candidate with its resulting position, or with the
-proposer's best reply (seed 001, "What would distinguish ideas from vision?")."""
 
 
 def falsifier_profile(table: CellTable, model: str, split: str,
                       settings: Settings) -> StageProfile:
     """E022 at fixed width: per arm coverage of the shown list, conditional selection S,
     S(falsifier) − S(control) on one shared cluster bootstrap, and the registered paired
-    regret contrasts (falsifier − control) under Benjamini–Hochberg.
+    regret contrasts (falsifier − control), adjusted as registered.
 
     The shown candidates are the same slice in every arm, so coverage is one figure per
     arm and should agree; a falsifier that removes the selection deficit (S rises, regret
     falls) displaces a pure comparison account (seed 001, "Outcomes that can prove us
     wrong"). No stage-profile label: E022 has no coverage probe.
     """
+    settings = with_plan(settings, "E022")
+    plan = settings.registered
+    control_arm = plan.control_arm or ""
+    falsifiers = tuple(a for a, _ in plan.contrasts)
     rows = [r for r in table.rows if r.model == model and r.split == split
             and not r.is_reliability]
-    arms = [a for a in (FALSIFIER_CONTROL, *FALSIFIER_ARMS)
+    arms = [a for a in (control_arm, *falsifiers)
             if any(r.condition == a and r.best_in_candidates for r in rows)]
-    if FALSIFIER_CONTROL not in arms:
-        raise Refusal([Reason("contrast_unsupported", f"{model}/{split}: no {FALSIFIER_CONTROL} "
+    if control_arm not in arms:
+        raise Refusal([Reason("contrast_unsupported", f"{model}/{split}: no {control_arm} "
                               "cell shows a best move", "E022")], gate=GATE)
     units = [r for r in rows if r.condition in arms]
     ratios: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -230,10 +249,10 @@ def falsifier_profile(table: CellTable, model: str, split: str,
         ratios[f"coverage:{arm}"] = (shown, mine)
         ratios[f"selection:{arm}"] = (shown * np.array([float(bool(r.chose_best))
                                                         for r in units]), shown)
-    estimates, draws = cluster_ratio_draws(ratios, [r.source_game for r in units],
+    estimates, draws = cluster_ratio_draws(ratios, [cluster_of(r, plan) for r in units],
                                            n_boot=settings.n_boot,
                                            rng=stream(settings, "e022", model, split))
-    control = f"selection:{FALSIFIER_CONTROL}"
+    control = f"selection:{control_arm}"
     for arm in arms[1:]:
         name = f"selection_minus_control:{arm}"
         estimates[name] = estimates[f"selection:{arm}"] - estimates[control]
@@ -242,15 +261,14 @@ def falsifier_profile(table: CellTable, model: str, split: str,
     for name, value in estimates.items():
         low, high, dropped = nan_interval(draws[name], settings.alpha)
         arm = name.split(":")[-1]
-        group = [r for r in units if r.condition in (arm, FALSIFIER_CONTROL)
+        group = [r for r in units if r.condition in (arm, control_arm)
                  if name.startswith("selection_minus") or r.condition == arm]
         figures[name] = {"estimate": value, "low": low, "high": high,
                          "dropped_resamples": dropped, "cells": len(group),
                          "source": subset_digest(group)}
-    catastrophic = {arm: catastrophic_rate([r for r in rows if r.condition == arm],
-                                           settings.alpha) for arm in arms}
-    contrasts = _arm_contrasts(rows, settings, model,
-                               tuple((arm, FALSIFIER_CONTROL) for arm in FALSIFIER_ARMS))
+    catastrophic = {arm: catastrophic_rate([r for r in rows if r.condition == arm], plan)
+                    for arm in arms}
+    contrasts = _arm_contrasts(rows, settings, model, plan.contrasts)
     return StageProfile(model, split, figures, "falsifier arms (no stage label)", contrasts,
                         catastrophic)
 
@@ -267,9 +285,9 @@ class E023Result:
     split: str
     """Split."""
     primary: dict[str, Any]
-    """near_strong − far_tail WDL regret: estimate, interval, p, rejected at alpha."""
+    """The primary (near − far) WDL regret contrast: estimate, interval, p, rejected."""
     secondaries: dict[str, dict[str, Any]]
-    """Secondary contrasts with Benjamini–Hochberg q-values."""
+    """Secondary contrasts with their adjusted p-values."""
     arms: dict[str, dict[str, Any]]
     """Per arm: mean regret, catastrophic rate, rank-1 selection, order disagreement."""
 
@@ -298,47 +316,52 @@ def _disagreement(rows: Sequence[CellRow], arm: str) -> dict[str, float]:
             for p, v in by.items() if len(v) == 2}
 
 
-def analyze_e023(table: CellTable, model: str, split: str, settings: Settings,
-                 *, primary: tuple[str, str] = ("near_strong", "far_tail"),
-                 secondary: Sequence[tuple[str, str]] = (("near_strong", "mixed_tail"),),
-                 ) -> E023Result:
-    """E023 near − far contrasts (position clusters, seed 001); positive = near is worse."""
+def analyze_e023(table: CellTable, model: str, split: str,
+                 settings: Settings) -> E023Result:
+    """E023 near − far contrasts as registered; positive = near is worse."""
+    settings = with_plan(settings, "E023")
+    plan = settings.registered
+    primary, *secondary = plan.contrasts
     rows = [r for r in table.rows if r.model == model and r.split == split]
     measures: dict[str, Callable[[str], dict[str, float]]] = {
         "wdl_regret": lambda a: _per_position(rows, a, lambda r: float(r.regret or 0.0)),
         "catastrophic_rate": lambda a: _per_position(
-            rows, a, lambda r: float((r.regret or 0.0) >= CATASTROPHIC)),
+            rows, a, lambda r: float(is_catastrophic(r, plan))),
         "rank1_selection": lambda a: _per_position(rows, a, lambda r: float(r.selected_rank
                                                                             == 1)),
         "order_disagreement": lambda a: _disagreement(rows, a)}
+    games = {r.position: r.source_game for r in rows}
     tests = {f"{m}:{near}-{far}": _contrast(
         measures[m](near), measures[m](far), settings, f"{model}|{split}|{m}|{near}|{far}",
-        [r for r in rows if r.condition in (near, far)])
+        [r for r in rows if r.condition in (near, far)], games)
              for m in measures for near, far in (primary, *secondary)}
     key = f"wdl_regret:{primary[0]}-{primary[1]}"
     head = tests.pop(key)
     head |= {"rejected": head["p"] <= settings.alpha, "alpha": settings.alpha}
-    q = benjamini_hochberg_adjust([t["p"] for t in tests.values()])
-    second = {k: {**t, "bh_q": qv, "rejected": qv <= settings.alpha}
+    q = adjust(plan.multiplicity, [t["p"] for t in tests.values()])
+    second = {k: {**t, "adjusted_p": qv, "method": plan.multiplicity,
+                  "rejected": qv <= settings.alpha}
               for (k, t), qv in zip(tests.items(), q, strict=True)}
     arms = {arm: {**{m: (float(np.mean(list(v.values()))) if (v := measures[m](arm)) else None)
                      for m in measures},
                   "catastrophic": catastrophic_rate([r for r in rows if r.condition == arm],
-                                                    settings.alpha),
+                                                    plan),
                   "source": subset_digest([r for r in rows if r.condition == arm])}
             for arm in sorted({r.condition for r in rows})}
     return E023Result(model, split, {"contrast": key, **head}, second, arms)
 
 
 def _contrast(near: dict[str, float], far: dict[str, float], settings: Settings, label: str,
-              rows: Sequence[CellRow]) -> dict[str, Any]:
+              rows: Sequence[CellRow], games: dict[str, str]) -> dict[str, Any]:
     common = sorted(set(near) & set(far))
     if len(common) < 2:
         raise Refusal([Reason("contrast_unsupported", f"{label}: {len(common)} complete "
                               "positions", label)], gate=GATE)
     vector = [near[p] - far[p] for p in common]
-    test = cluster_tests({"c": vector}, common, n_boot=settings.n_boot, alpha=settings.alpha,
-                         rng=stream(settings, label))["c"]
+    clusters = common if settings.registered.cluster == "position" else [games[p]
+                                                                          for p in common]
+    test = cluster_tests({"c": vector}, clusters, n_boot=settings.n_boot,
+                         alpha=settings.alpha, rng=stream(settings, label))["c"]
     keep = set(common)
     return {**test.to_json(), "n_positions": len(common),
             "source": subset_digest([r for r in rows if r.position in keep])}

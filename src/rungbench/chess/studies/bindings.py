@@ -30,6 +30,7 @@ import numpy as np
 from rungbench.agents.models_file import ModelsFile
 from rungbench.agents.spec import AgentSpec
 from rungbench.chess.studies.manifest import FrozenManifest
+from rungbench.chess.studies.study_presets import study_preset
 from rungbench.design.orders import cyclic_counterbalance
 from rungbench.design.presets import arms_design, factorial_design
 from rungbench.design.registry import RegisteredDesign, require
@@ -163,6 +164,7 @@ def binding_document(reg: RegisteredDesign, manifest: FrozenManifest,
     (``model_unknown`` otherwise, naming both); the binding then records each agent's spec
     (``agents``, never a key) and the digest of those specs (``models_file``).
     """
+    study_preset(reg)  # every key typed and known, checked counts agree, before any work
     kind = design_kind(reg)
     if kind not in REALIZERS:
         raise InputError(f"design kind {kind!r} cannot be bound; known: {sorted(REALIZERS)}",

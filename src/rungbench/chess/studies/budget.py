@@ -47,8 +47,18 @@ class Authorization:
     """Who authorized the spend."""
     bindings: tuple[str, ...] = ()
     """Binding digests covered (empty: any binding of the study)."""
+    first_chunk: int = 1
+    """Cells a run sends before it knows any per-cell spend (the reserve a ceiling can be
+    crossed by: with no spend seen, nothing bounds the first chunk's tokens or cost)."""
+    chunk_cap: int = 256
+    """Most cells per chunk once the per-cell spend is known (the run re-reads its spend
+    from its own verified log between chunks)."""
 
     def __post_init__(self) -> None:
+        for name in ("first_chunk", "chunk_cap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name} must be an integer >= 1, got {value!r}", field=name)
         for name in ("max_cells", "max_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -69,7 +79,8 @@ class Authorization:
         return {"schema": BUDGET_SCHEMA, "max_cells": self.max_cells,
                 "max_tokens": self.max_tokens, "max_cost_usd": float(self.max_cost_usd),
                 "models": sorted(self.models), "routes": sorted(self.routes),
-                "bindings": sorted(self.bindings), "authorized_by": self.authorized_by}
+                "bindings": sorted(self.bindings), "authorized_by": self.authorized_by,
+                "first_chunk": self.first_chunk, "chunk_cap": self.chunk_cap}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, path: str) -> Authorization:
@@ -80,7 +91,8 @@ class Authorization:
             return cls(int(data["max_cells"]), int(data["max_tokens"]),
                        float(data["max_cost_usd"]), tuple(data["models"]),
                        tuple(data["routes"]), str(data["authorized_by"]),
-                       tuple(data["bindings"]))
+                       tuple(data["bindings"]), int(data["first_chunk"]),
+                       int(data["chunk_cap"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed authorization: {exc}", path=path) from exc
 

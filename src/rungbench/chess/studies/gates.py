@@ -34,7 +34,8 @@ from rungbench.errors import InputError
 from rungbench.evidence.canonical import digest
 
 GATE_NAMES: dict[int, str] = {
-    1: "held-out main effect survives Holm in the beneficial direction",
+    1: "held-out main effect survives the registered multiplicity adjustment (Holm in A105) "
+       "in the beneficial direction",
     2: "both simple effects agree in sign",
     3: "no material reversal across panel order, route, weighting, cluster or attrition bounds",
     4: "rendered prompt bytes differ only at registered offsets",
@@ -99,8 +100,9 @@ def _gate1(analysis: A105Analysis, model: str, factor: str) -> GateResult:
                                      "test": f"{model}:{factor}"})
     mean = entry["estimate"]["mean"]
     return GateResult(1, bool(entry["rejected"] and mean > 0), {
-        "test": f"{model}:{factor}", "mean": mean, "p": entry["p"], "holm_p": entry["holm_p"],
-        "alpha": entry["alpha"], "family_size": entry["family_size"],
+        "test": f"{model}:{factor}", "mean": mean, "p": entry["p"],
+        "adjusted_p": entry["adjusted_p"], "method": entry["method"], "alpha": entry["alpha"],
+        "family_size": entry["family_size"],
         "beneficial": mean > 0, "source": entry["estimate"]["source"]})
 
 

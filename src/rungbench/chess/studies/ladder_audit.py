@@ -35,6 +35,7 @@ the binding digest that seeds that order is the preset digest.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ from rungbench.chess.studies.ladder import (
 from rungbench.chess.studies.panels import load_positions
 from rungbench.design.audit import AuditReport, Figure
 from rungbench.design.registry import RegisteredDesign, load_design, require
+from rungbench.design.selectors import stage_signature
 from rungbench.errors import InputError
 from rungbench.evidence.canonical import digest
 
@@ -313,6 +315,37 @@ def registered_cells(reg: RegisteredDesign) -> dict[str, int]:
     return out
 
 
+def cells_statement(reg: RegisteredDesign | None = None) -> dict[str, Any]:
+    """The E020/E021 cell count three ways: the seed's figure, what the bundled preset
+    produces, what ``reg`` (a preset of one's own, or the bundled one) produces, and why no
+    reading of the seed gives its figure (computed here from the presets, never typed)."""
+    full = load_design("e020_e021")
+    cells = registered_cells(full)
+    manifest = full.section("manifest")
+    per = len(manifest["classes"]) * len(manifest["colours"])
+    sizes = [per * int(v) for v in manifest["quota"].values()]
+    unit = math.gcd(*sizes)
+    one_call = cells["positions"] * cells["models"] * (cells["move_choice_arms"]
+                                                       + cells["probes"])
+    e022 = load_design("e022")
+    e022_arms = len(e022.table_list("arms")) - 1  # the control is E020/E021's own arm
+    e022_cells = e022_arms * bound_positions(e022) * len(e022.section("schedule")["models"])
+    seed = int(full.section("seed_figures")["registered_cells_in_seed"])
+    explanation = (
+        f"Seed 001 states {seed:,} registered cells; no reading of the seed gives it. Every "
+        f"registered arm is given to whole partitions of {' / '.join(map(str, sizes))} "
+        f"positions, so any arms x partitions x models x presentations count is a multiple of "
+        f"{unit}, and {seed:,} is not ({seed:,} = {seed / unit:.4g} x {unit}). The preset "
+        f"produces {cells['total']:,} ({cells['positions']} positions x {cells['models']} "
+        f"models x ({cells['move_choice_arms']} move-choice arms + {cells['probes']} probe x 2 "
+        f"calls)); the readings nearest the seed are {one_call:,} (the self-shortlist arm as "
+        f"one call) and {cells['total'] + e022_cells:,} (with E022's {e022_arms} falsifier "
+        "arms).")
+    mine = registered_cells(reg)["total"] if reg is not None else cells["total"]
+    return {"seed": seed, "registered": cells["total"], "produced": mine,
+            "explanation": explanation}
+
+
 def ladder_audit(reg: RegisteredDesign, *, positions: int | None = None,
                  data_dir: Path | None = None) -> AuditReport:
     """Audit a ladder (E020/E021) or falsifier (E022) preset; see the module docstring."""
@@ -359,11 +392,14 @@ def _report(reg: RegisteredDesign, arms: list[dict[str, Any]], count: int,
     cells = registered_cells(reg)
     stated = reg.document.get("cells", {}).get("total")
     seed_cells = reg.document.get("seed_figures", {}).get("registered_cells_in_seed")
+    statement = cells_statement(reg) if design_kind(reg) == "intervention_ladder" else None
     figures = [Figure("audit_positions", "positions rendered (bound count)", count, None,
                       False),
                Figure("cells", "registered cells (positions × models × calls)",
                       cells["total"], None if seed_cells is None else float(seed_cells),
                       False)]
+    if "manifest" in reg.document:
+        figures += _manifest_figures(reg)
     balance: dict[str, Any] = {}
     widths = {str(a["name"]): int(a.get("width", 0)) for a in arms}
     widths[f"{CHOICE}:first_listed"] = shortlist_k
@@ -382,7 +418,27 @@ def _report(reg: RegisteredDesign, arms: list[dict[str, Any]], count: int,
     checks["cells_as_registered"] = stated is None or stated == cells["total"]
     detail = {"violations": {n: tally.violations.get(n, 0) for n in _applicable(arms, 1)},
               "rank1_slot_balance": balance, "cells": cells, "cells_stated": stated,
+              "cells_statement": statement,
               "rendered_cells": tally.cells, "balance_min_p": BALANCE_MIN_P,
               "arms": [dict(a) for a in arms]}
     return AuditReport(str(reg.section("design").get("id", reg.name)), reg.digest, figures,
                        checks, detail)
+
+
+def _manifest_figures(reg: RegisteredDesign) -> list[Figure]:
+    """The manifest's positions (all, and per partition) beside the seed's, and the seed's
+    coverage x selection example, each checked."""
+    manifest = reg.section("manifest")
+    seed = reg.document.get("seed_figures", {})
+    per = len(manifest["classes"]) * len(manifest["colours"])
+    figures = [Figure("manifest_positions", "manifest positions (quota x classes x colours)",
+                      per * sum(int(v) for v in manifest["quota"].values()),
+                      seed.get("manifest_positions"), True)]
+    for part, quota in manifest["quota"].items():
+        figures.append(Figure(f"{part}_positions", f"{part} positions", per * int(quota),
+                              seed.get(f"{part}_positions"), True))
+    ideas = stage_signature(0.35, 0.90)
+    figures.append(Figure("coverage_selection_product", "C x S of seed 001's example "
+                          "(C 0.35, S 0.90)", round(ideas.unaided_best_rate, 12),
+                          seed.get("coverage_selection_product"), True))
+    return figures

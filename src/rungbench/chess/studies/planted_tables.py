@@ -176,9 +176,11 @@ def _e020_row(d: dict[str, str], design_digest: str, tool: str, rng: np.random.G
 
 
 def e023_table(temperatures: Mapping[str, float], *, positions: int = 120, seed: int = 0,
-               design_digest: str) -> tuple[CellTableHeader, list[dict[str, Any]]]:
+               design_digest: str, games: int | None = None,
+               ) -> tuple[CellTableHeader, list[dict[str, Any]]]:
     """A planted E023 table: softmax over u(rank) = −log(rank) at each model's temperature;
-    regret of rank r is 0.08·log(r) plus noise (a monotone stipulation)."""
+    regret of rank r is 0.08·log(r) plus noise (a monotone stipulation). Each position is
+    its own source game unless ``games`` folds them into that many."""
     from rungbench.chess.studies.cells import E023_ARMS
 
     ranks = {"near_strong": (1, 2, 3, 4, 5), "mid_band": (1, 4, 5, 6, 7),
@@ -202,7 +204,8 @@ def e023_table(temperatures: Mapping[str, float], *, positions: int = 120, seed:
                                  "design_digest": design_digest, "design_id": "E023",
                                  "model": model, "split": "held_out", "condition": arm,
                                  "presentation": pres, "position": pos,
-                                 "source_game": f"g{i:04d}", "route": "route-a",
+                                 "source_game": f"g{i % (games or positions):04d}",
+                                 "route": "route-a",
                                  "outcome": "legal", "regret": regret,
                                  "evaluator_family": "ethereal", "evaluator_proxy": False,
                                  "evaluation_digest": digest({"eval": cell}),

@@ -1,8 +1,10 @@
 """A bundled preset copied for one's own models (``rungbench design new NAME --model LABEL``).
 
 A chess preset registers its models by label, and some registered figures follow from how
-many there are: A105's ``planned_cells``, its Holm family and primary tests (one board and
-one legal-list test per model); E020/E021's and E022's ``[cells] total``. Copying a preset
+many there are: A105's ``planned_cells``, its family size and primary tests (one board and
+one legal-list test per model); E020/E021's and E022's ``[cells]`` counts. The seed's printed
+figures (``[seed_figures]``) describe the registered size, so a copy for another number of
+models drops them. Copying a preset
 for other labels rewrites exactly those lines — each figure scaled from the preset's own
 per-model count, never typed anew — and leaves every other byte, comment included, as
 registered. The copy parses back to the labels given (checked here), and is then checked
@@ -52,12 +54,24 @@ def for_models(text: str, labels: Sequence[str], *, source: str) -> str:
                          key=[t.split(":", 1)[1] for t in analysis["primary_tests"]].index)
         tests = [f"{label}:{factor}" for label in labels for factor in factors]
         out = _line(out, "primary_tests", tests, source)
-        if "holm_family_size" in analysis:
-            out = _line(out, "holm_family_size", len(tests), source)
+        if "family_size" in analysis:
+            out = _line(out, "family_size", len(tests), source)
     cells = document.get("cells", {})
-    if "total" in cells:
-        out = _line(out, "total", round(cells["total"] * per), source)
+    for key in ("move_choice", "probes", "choice", "total"):
+        if key in cells:
+            out = _line(out, key, round(cells[key] * per), source)
+    if per != 1 and "seed_figures" in document:
+        out = _without_table(out, "seed_figures")
     if tomllib.loads(out).get("schedule", {}).get("models") != list(labels):
         raise InputError("the copy does not register the labels given", path=source,
                          field="schedule.models")
     return out
+
+
+def _without_table(text: str, table: str) -> str:
+    """``text`` less the ``[table]`` section (up to the next table or the end), replaced by
+    a comment saying why: the seed's figures describe the registered size, not the copy's."""
+    pattern = re.compile(rf"^\[{re.escape(table)}\]\n(?:(?!\[).*\n?)*", re.M)
+    note = (f"# [{table}] of the bundled preset removed: the seed's printed figures are\n"
+            "# for its registered size, and this copy registers another number of models.\n")
+    return pattern.sub(note, text, count=1)

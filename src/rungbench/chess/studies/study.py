@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from rungbench.chess.studies.manifest import (
     load_manifest,
     stale_reasons,
 )
+from rungbench.chess.studies.study_presets import study_preset
 from rungbench.chess.studies.study_table import binding_runs, bound_preset, study_table
 from rungbench.design.registry import (
     RegisteredDesign,
@@ -81,8 +83,6 @@ from rungbench.execute.tasks import build_agent, open_agent
 
 GATE = "chess study run"
 """Gate name of run refusals."""
-FIRST_CHUNK = 1
-"""Cells sent before any per-cell spend has been observed."""
 
 
 def manifest_dir(study: Path) -> Path:
@@ -262,7 +262,7 @@ def _pending(run_dir: Path, schedule: Schedule) -> int:
 def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route: str,
               agent: Agent, authorization: str, concurrency: int = 1, probe: bool = False,
               progress: Callable[[int, int], None] | None = None,
-              chunk_cap: int = 256, shortlist_from: str | None = None,
+              shortlist_from: str | None = None,
               policy: RetryPolicy | None = None,
               executor: Executor | None = None) -> dict[str, Any]:
     """Pass every gate, then run (or resume) one model × route of a binding under budget,
@@ -270,7 +270,8 @@ def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route:
 
     ``shortlist_from`` (a probe run id under ``<study>/runs``) runs the self-shortlist
     choice stage derived from that verified, complete probe run. ``policy`` is the retry
-    policy a new run is created with (default: the runner's). ``executor`` (e.g. Ray tasks)
+    policy a new run is created with (default: the runner's), with the preset's registered
+    ``max_retries`` as its run-wide cap. ``executor`` (e.g. Ray tasks)
     runs the agent calls; the log and the budget stay on this driver.
     """
     manifest = current_manifest(study, stage)
@@ -294,9 +295,10 @@ def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route:
                                    pending=max(0, unsent), spent=spent)
     if reasons:
         raise Refusal(reasons, gate="chess study budget")
-    run_dir = _open_run(study, schedule, wrapped.describe(), policy)
+    run_dir = _open_run(study, schedule, wrapped.describe(),
+                        registered_policy(bound_preset(binding), policy))
     stopped, detail = _execute_chunks(study, run_dir, wrapped, auth, auth_digest, concurrency,
-                                      progress, chunk_cap, executor)
+                                      progress, executor)
     check = verify_run(run_dir, validate_move)
     spend = bud.total_spend(runs_dir(study), auth_digest)
     return {"run": str(run_dir), "run_id": run_dir.name, "schedule": schedule.digest(),
@@ -308,6 +310,15 @@ def run_study(study: Path, stage: Path, binding_name: str, *, model: str, route:
             "ceilings": auth.to_json()}
 
 
+def registered_policy(preset: RegisteredDesign, policy: RetryPolicy | None = None,
+                      ) -> RetryPolicy:
+    """The retry policy a new run of ``preset`` is created with: ``policy`` (default: the
+    runner's) with the preset's registered ``max_retries`` as its run-wide cap, counted in
+    the run's log across resumes."""
+    return replace(policy or RetryPolicy(),
+                   max_retries=study_preset(preset).schedule.max_retries)
+
+
 def _resent(run_dir: Path, schedule: Schedule) -> int:
     """Pending cells of a run that were already sent once (their spend is counted)."""
     events, states = read_log(run_dir, schedule, validate_move)
@@ -317,19 +328,20 @@ def _resent(run_dir: Path, schedule: Schedule) -> int:
 
 def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Authorization,
                     auth_digest: str, concurrency: int,
-                    progress: Callable[[int, int], None] | None, cap: int,
+                    progress: Callable[[int, int], None] | None,
                     executor: Executor | None = None,
                     ) -> tuple[str | None, dict[str, Any] | None]:
     """Send the run's pending cells in chunks that fit every ceiling; why it stopped, if so
     (and the runner's account of a systematic failure).
 
     Other runs' spend under the authorization is read once; this run's spend is re-read
-    from its own verified log before every chunk.
+    from its own verified log before every chunk. The chunk sizes are the authorization's
+    (``first_chunk`` before any spend is seen, at most ``chunk_cap`` after).
     """
     others = [r for r in bud.authorized_runs(runs_dir(study), auth_digest) if r != run_dir]
     base = [bud.run_spend(r) for r in others]
     per_tokens, per_cost = 0, 0.0
-    chunk = FIRST_CHUNK
+    chunk = auth.first_chunk
     _, schedule = load_run(run_dir)
     pending = _pending(run_dir, schedule)
     while pending:
@@ -339,7 +351,7 @@ def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Aut
                           mine.tokens + sum(p.tokens for p in base),
                           mine.cost_usd + sum(p.cost_usd for p in base))
         if per_tokens or per_cost:
-            chunk = bud.next_chunk(auth, spent, per_tokens, per_cost, cap=cap)
+            chunk = bud.next_chunk(auth, spent, per_tokens, per_cost, cap=auth.chunk_cap)
         else:
             chunk = min(chunk, auth.max_cells - spent.cells)
         if chunk <= 0 or spent.tokens >= auth.max_tokens or spent.cost_usd >= auth.max_cost_usd:
@@ -359,9 +371,10 @@ def _execute_chunks(study: Path, run_dir: Path, agent: StudyAgent, auth: bud.Aut
         # chunk past the first single cell failed (the provider is down); one failing
         # first cell is not evidence of that
         if summary.unresolved and summary.finalized == 0 and (
-                summary.sent >= tried or chunk > FIRST_CHUNK):
+                summary.sent >= tried or chunk > auth.first_chunk):
             return "unresolved", None
-        chunk = concurrency * 4 if not (per_tokens or per_cost) else chunk
+        if not (per_tokens or per_cost):  # nothing spent: pace by the workers, capped
+            chunk = min(concurrency * 4, auth.chunk_cap)
     return None, None
 
 
@@ -479,7 +492,9 @@ def status(study: Path) -> dict[str, Any]:
         check = verify_run(run_dir, validate_move)
         agent = loads_canonical((run_dir / MANIFEST).read_bytes().rstrip(b"\n"))["agent"]
         out["runs"].append({"run_id": run_dir.name, "cells": check.cells, "final": check.final,
-                            "complete": check.ok, "model": agent.get("model"),
+                            "complete": check.ok,
+                            "terminal_provider_failures": check.terminal,
+                            "model": agent.get("model"),
                             "route": agent.get("route"), "binding": agent.get("binding")})
     out["evaluations"] = sorted(p.name for p in (study / "evaluations").glob("*")
                                 if p.is_dir() and not p.name.startswith("."))

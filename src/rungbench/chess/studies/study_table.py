@@ -57,6 +57,7 @@ from rungbench.chess.studies.evaluation import read_run, verify_evaluation
 from rungbench.chess.studies.gates import prompt_audit
 from rungbench.chess.studies.ladder import final_arguments, own_shortlist
 from rungbench.chess.studies.manifest import FrozenManifest
+from rungbench.chess.studies.plan import best_moves, plan_of
 from rungbench.design.registry import RegisteredDesign
 from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, digest, loads_canonical
@@ -66,6 +67,7 @@ from rungbench.execute.runner import (
     CellState,
     load_run,
     read_log,
+    verify_run,
 )
 from rungbench.execute.schedule import Schedule
 
@@ -275,13 +277,14 @@ def move_rows(binding: Binding, evaluation: RunEvaluation,
     """``(table cell id, row)`` of every cell of a move-choice run (``cells.json`` order
     is not trusted: schedule order; a cell the evaluation lacks has no row)."""
     run = evaluation.run
+    rule = plan_of(bound_preset(binding)).best_set
     out = []
     for cell in run.schedule:
         scored = evaluation.cells.get(cell.cell_id)
         if scored is None:
             continue
         meta = dict(cell.request.metadata)
-        best = set(evaluation.best[str(meta["key"])]["best_moves"])
+        best = best_moves(rule, evaluation.best[str(meta["key"])]["best_moves"], meta)
         move = scored.get("move")
         reliability = scored["class"] in RELIABILITY
         row = _common(binding, meta, run, family) | {
@@ -306,6 +309,7 @@ def probe_rows(binding: Binding, run: StudyRun, best: dict[str, dict[str, Any]],
     """``(table cell id, row)`` of every cell of a probe run, against the evaluator's best
     sets (no regret)."""
     _, states = read_log(run.path, run.schedule, None)
+    rule = plan_of(bound_preset(binding)).best_set
     store = ObjectStore(run.path)
     out = []
     for cell in run.schedule:
@@ -321,7 +325,7 @@ def probe_rows(binding: Binding, run: StudyRun, best: dict[str, dict[str, Any]],
             "evaluation_digest": None if cls in RELIABILITY else digest(best[key]),
             "tool_schema_digest": digest(list(cell.request.tools)),
             "best_in_candidates": None if cls in RELIABILITY
-            else bool(listed & set(best[key]["best_moves"]))}
+            else bool(listed & best_moves(rule, best[key]["best_moves"], meta))}
         out.append((row["cell"], row))
     return out
 
@@ -404,11 +408,13 @@ class StudyTable:
     """Models the binding registers that have no run (the table holds the others)."""
 
     def inputs(self) -> list[dict[str, Any]]:
-        """Per run: id, model, route, part, manifest, schedule and evaluation digests."""
+        """Per run: id, model, route, part, manifest, schedule and evaluation digests, and
+        its terminal provider failures (cells that reached the registered retry cap)."""
         by_run = {e.run.run_id: e.digest for e in self.evaluations}
         return [{"run_id": r.run_id, "model": r.model, "route": r.route, "part": r.part,
                  "manifest": r.manifest_digest, "schedule": r.schedule.digest(),
-                 "cells": len(r.schedule), "evaluation": by_run.get(r.run_id)}
+                 "cells": len(r.schedule), "evaluation": by_run.get(r.run_id),
+                 "terminal_provider_failures": verify_run(r.path).terminal}
                 for r in self.runs]
 
 

@@ -76,7 +76,7 @@ class Wording:
 def mde_envelope(analysis: A105Analysis, design: FactorialDesign, model: str,
                  factor: str, *, split: str = "held_out") -> dict[str, Any]:
     """The registered MDE envelope and the MDE at this analysis's paired SD and support."""
-    tests = design.gate.holm_family_size
+    tests = design.gate.family_size
     registered = [{"sd": sd, "n": design.mde_n, "mde": mde(design.mde_n, sd, tests=tests,
                                                            power=design.mde_power).mde,
                    "mde_clusters": mde(design.mde_n, sd, tests=tests, power=design.mde_power,
@@ -99,7 +99,8 @@ def mde_envelope(analysis: A105Analysis, design: FactorialDesign, model: str,
 
 
 def _harmful(gate1: GateResult, analysis: A105Analysis, model: str, factor: str) -> bool:
-    """Whether the primary test rejects after Holm with the regret rising."""
+    """Whether the primary test rejects after the registered adjustment with the regret
+    rising."""
     entry = analysis.family.get(f"{model}:{factor}")
     return bool(entry and entry["estimate"] is not None and entry["rejected"]
                 and entry["estimate"]["mean"] < 0 and not gate1.passed)
@@ -121,7 +122,9 @@ def word(gates: Sequence[GateResult], analysis: A105Analysis, design: FactorialD
     gate1 = next((g for g in gates if g.number == 1), None)
     if gate1 is not None and _harmful(gate1, analysis, model, factor):
         return Wording(model, factor, "blocked", f"Headline blocked at gate 1 "
-                       f"({GATE_NAMES[1]}) for {model}:{factor}: Holm rejects in the harmful "
+                       f"({GATE_NAMES[1]}) for {model}:{factor}: the "
+                       f"{design.gate.multiplicity.replace('_', '-')}-adjusted test rejects in "
+                       "the harmful "
                        "direction (regret rose), and gate 1 admits only a beneficial effect; "
                        "this is not a null." + label, failed, None)
     if not failed:
