@@ -81,3 +81,39 @@ def test_broken_ladder_preset_exits_1(tmp_path: Path) -> None:
     code, out, _ = _invoke(["audit", "e020", "--file", str(path), "--json"])
     assert code == 1
     assert "oracle_lists_nest" in json.loads(out)["failed"]
+
+
+def test_every_demo_preset_passes_its_own_audit_by_name() -> None:
+    """`design audit demo_…` audits a bundled preset by its kind: the demo's E020/E021 counts
+    only its bound partitions, and the demo's E023 (20 positions, a multiple of its width)
+    is exactly balanced; both pass, as does the demo's A105."""
+    for name, design in (("demo_e020_e021", "E020_E021"), ("demo_e023", "E023"),
+                         ("demo_a105", "A105")):
+        code, out, _ = _invoke(["audit", name, "--json"])
+        doc = json.loads(out)
+        assert code == 0 and doc["ok"], (name, doc["failed"])
+        assert doc["design"] == design and doc["digest"] == load_design(name).digest
+
+
+def test_the_e020_audit_states_the_seeds_cells_the_produced_and_why() -> None:
+    """The audit prints the seed's 8,800, the preset's 8,400 and why no reading of the seed
+    gives 8,800 (every count is a multiple of 150)."""
+    code, out, _ = _invoke(["audit", "e020", "--json"])
+    statement = json.loads(out)["detail"]["cells_statement"]
+    assert code == 0
+    assert (statement["seed"], statement["registered"], statement["produced"]) == (
+        8800, 8400, 8400)
+    assert "multiple of 150" in statement["explanation"]
+    assert "7,200" in statement["explanation"] and "9,600" in statement["explanation"]
+    code, out, _ = _invoke(["audit", "e020"])
+    assert "the seed states 8,800" in " ".join(out.split())
+
+
+def test_a_misspelt_key_is_refused_before_any_audit_work(tmp_path: Path) -> None:
+    """A preset file with `confidense` is refused naming the key it resembles, exit 1."""
+    text = (resources.files("rungbench.designs") / "e020_e021.toml").read_text(encoding="utf-8")
+    path = tmp_path / "mine.toml"
+    path.write_text(text.replace("confidence = 0.95", "confidense = 0.95"), encoding="utf-8")
+    code, out, err = _invoke(["audit", "e020", "--file", str(path)])
+    assert code == 1 and out == ""
+    assert "did you mean 'confidence'" in err and "analysis.confidense" in err

@@ -24,7 +24,7 @@ from rungbench.design.registry import load_design
 from rungbench.report import render_report
 
 PLAN = (("demo_e023", (("planted-diffuse", "e023:diffuse"),), False),)
-"""One binding, one model: 24 positions x 4 arms x 2 presentations = 192 cells."""
+"""One binding, one model: 20 positions x 4 arms x 2 presentations = 160 cells."""
 
 
 def test_study_runs_evaluates_analyses_then_reuses(labelled: tuple[Path, StageResult]) -> None:
@@ -35,7 +35,7 @@ def test_study_runs_evaluates_analyses_then_reuses(labelled: tuple[Path, StageRe
     binding = first["bindings"]["demo_e023"]
     (entry,) = binding["runs"]
     assert first["manifest_counts"] == {"development": 12, "held_out": 12, "training": 6}
-    assert entry["cells"] == 192 == planned_cells(PLAN) and entry["sent_now"] == 192
+    assert entry["cells"] == 160 == planned_cells(PLAN) and entry["sent_now"] == 160
     assert entry["evaluation"]["role"] == "different-family evaluator"
     assert entry["evaluation"]["evaluator"].startswith("Ethereal")
     assert set(binding["analysis"]["e023"]) == {"planted-diffuse:development",
@@ -71,7 +71,7 @@ def test_each_demo_binding_schedules_the_cells_its_preset_registers(
         if has_probe:  # the choice stage is one call per probe call
             cells += 2 * len(schedule_for(binding, manifest, model, ROUTE, probe=True).cells)
         assert cells == cells_per_model(preset), preset
-    assert planned_cells() == 1104
+    assert planned_cells() == 1040
 
 
 DEMO_CHANGES = {

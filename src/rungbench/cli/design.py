@@ -83,6 +83,18 @@ def presets_markdown() -> str:
     return PRESETS_DOC_HEAD + "\n" + "\n".join(sections)
 
 
+def check_preset(reg: Any) -> None:
+    """Check a preset against its kind's key schema (InputError naming the key)."""
+    from rungbench.causal.ablations.arms import parse_matrix
+    from rungbench.chess.studies.study_presets import study_preset
+
+    kind = reg.document.get("design", {}).get("kind")
+    if kind == "ablation_matrix":
+        parse_matrix(reg)
+    else:
+        study_preset(reg)
+
+
 @app.command("keys")
 def keys(
     kind: str | None = typer.Argument(None, help="A preset kind or bundled preset name "
@@ -193,7 +205,7 @@ def new(
     """Write a copy of a bundled preset to edit, optionally for your models' labels. Bind it
     with `rungbench chess study bind FILE --models MODELS`; it is checked like a bundled one."""
     from rungbench.chess.studies.preset_copy import for_models
-    from rungbench.design.registry import bundled_text, load_design_file
+    from rungbench.design.registry import bundled_text, load_design_file, parse_design
     from rungbench.errors import InputError
     from rungbench.evidence.store import write_atomic
 
@@ -203,6 +215,7 @@ def new(
         text = bundled_text(name)
         if model:
             text = for_models(text, model, source=name)
+        check_preset(parse_design(text, name=out.stem, source=str(out)))  # before writing
         write_atomic(out, text.encode("utf-8"), overwrite=force)
         reg = load_design_file(out)
         return {"preset": name, "file": str(out), "digest": reg.digest,

@@ -26,22 +26,28 @@ ClusterUnit = Literal["source_game", "position"]
 """What a cluster bootstrap resamples."""
 Interval = Literal["wilson", "clopper_pearson"]
 """Interval method of every reported proportion (rungbench.stats.intervals)."""
+E023_ARM_NAMES = ("near_strong", "mid_band", "mixed_tail", "far_tail")
+"""The E023 arm names the cell table knows (``chess/studies/cells.py``)."""
 PASS_A_DEPTH = 10
 """Ranks a candidate list may draw from: the label stage's pass A MultiPV (seed 002)."""
 
 
-class FactorialIdentity(PresetModel):
-    """A105's ``[design]`` table: which registered design this preset is."""
+class StudyIdentity(PresetModel):
+    """The ``[design]`` keys every chess study preset shares; each kind adds its ``id``,
+    ``seed`` and ``kind`` (the registry ID the cell table, analysis and report dispatch on,
+    the seed document it implements, and the binding body builder)."""
 
-    id: Literal["A105"] = key("identity", "Registry ID; the cell table, analysis and report "
-                              "dispatch on it.")
     version: Literal[1] = key("identity", "Version of this key schema.")
-    seed: Literal["000_05fcc88b8ee88627"] = key("identity", "The seed document the design "
-                                                "implements (seed 000).")
-    kind: Literal["factorial_2x2"] = key("identity", "Binding body builder: the 2x2 factorial "
-                                         "schedule.")
     outcome: Literal["wdl_regret"] = key("identity", "Cell outcome: WDL regret of the chosen "
                                          "move (a loss: lower is better).")
+
+
+class FactorialIdentity(StudyIdentity):
+    """A105's ``[design]`` table: which registered design this preset is."""
+
+    id: Literal["A105"] = key("identity", "Registry ID.")
+    seed: Literal["000_05fcc88b8ee88627"] = key("identity", "Seed 000.")
+    kind: Literal["factorial_2x2"] = key("identity", "The 2x2 factorial schedule.")
 
 
 FACTORIAL_CONDITIONS: dict[tuple[bool, bool], str] = {
@@ -237,16 +243,13 @@ class FactorialPreset(PresetModel):
 # ------------------------------------------------------------------------------ E023
 
 
-class ArmsIdentity(PresetModel):
+class ArmsIdentity(StudyIdentity):
     """E023's ``[design]`` table."""
 
-    id: Literal["E023"] = key("identity", "Registry ID; the cell table, analysis and report "
-                              "dispatch on it.")
-    version: Literal[1] = key("identity", "Version of this key schema.")
-    seed: Literal["001_7d2eca18a5a87f90"] = key("identity", "The seed document (seed 001).")
-    kind: Literal["counterbalanced_arms"] = key("identity", "Binding body builder: fixed-width "
-                                                "arms in cyclic counterbalanced orders.")
-    outcome: Literal["wdl_regret"] = key("identity", "Cell outcome: WDL regret (a loss).")
+    id: Literal["E023"] = key("identity", "Registry ID.")
+    seed: Literal["001_7d2eca18a5a87f90"] = key("identity", "Seed 001.")
+    kind: Literal["counterbalanced_arms"] = key("identity", "Fixed-width arms in cyclic "
+                                                "counterbalanced orders.")
 
 
 class ArmsSchedule(PresetModel):
@@ -281,7 +284,8 @@ class ArmsSchedule(PresetModel):
 class RankArm(PresetModel):
     """One ``[[arms]]`` table of E023: the hidden proposer ranks its list shows."""
 
-    name: str = key("schedule", "Arm name (contrasts name it).", min_length=1)
+    name: str = key("schedule", "Arm name (contrasts name it); one the cell table knows: "
+                    "near_strong, mid_band, mixed_tail, far_tail.", min_length=1)
     ranks: list[Annotated[int, Field(ge=1, le=PASS_A_DEPTH)]] = key(
         "request", "Pass A ranks shown, rank 1 included (ranks 1-10: the label stage's "
         "MultiPV).")
@@ -369,6 +373,10 @@ class ArmsPreset(PresetModel):
     def _arms_and_contrasts(self) -> ArmsPreset:
         names = [a.name for a in self.arms]
         require_distinct(names, "arms")
+        for i, name in enumerate(names):
+            if name not in E023_ARM_NAMES:
+                raise KeyRefusal(f"arms[{i}].name", f"arm {name!r} is not a condition the cell "
+                                 f"table knows ({', '.join(E023_ARM_NAMES)})")
         for i, arm in enumerate(self.arms):
             ranks = arm.ranks
             if len(ranks) != self.schedule.width or len(set(ranks)) != len(ranks) \

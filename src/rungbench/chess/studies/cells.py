@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rungbench.design.preset_models import E023_ARM_NAMES
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import Digest, canonical_bytes, digest
 from rungbench.evidence.store import write_atomic
@@ -73,7 +74,7 @@ E022_ARMS: tuple[str, ...] = ("oracle_top5", "successor_top5", "reply_top5")
 """The E022 falsifier arms and their fixed-width control, as in ``designs/e022.toml``."""
 PROBES: tuple[str, ...] = ("self_shortlist",)
 """Coverage probes: answered through ``submit_shortlist``, never scored for regret."""
-E023_ARMS: tuple[str, ...] = ("near_strong", "mid_band", "mixed_tail", "far_tail")
+E023_ARMS: tuple[str, ...] = E023_ARM_NAMES
 """The E023 arms, as registered in ``designs/e023.toml``."""
 PRESENTATIONS: tuple[str, ...] = ("A", "B")
 """E023's two counterbalanced presentations."""

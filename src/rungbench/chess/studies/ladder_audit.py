@@ -119,14 +119,12 @@ def synthetic_list(fen: str, position: int) -> CandidateList:
 
 
 def bound_positions(reg: RegisteredDesign) -> int:
-    """Positions the preset binds: its ``[manifest]`` count, or (E022) the quotas of its
-    partitions in the E020/E021 manifest it shares."""
-    if "manifest" in reg.document:
-        return int(require(reg.section("manifest"), "positions", int, source=reg.source,
-                           prefix="manifest"))
+    """Positions the preset binds: the quotas of its schedule's partitions in its own
+    ``[manifest]``, or (E022) in the E020/E021 manifest it shares."""
     parts = require(reg.section("schedule"), "partitions", list, source=reg.source,
                     prefix="schedule")
-    manifest = load_design("e020_e021").section("manifest")
+    manifest = (reg.section("manifest") if "manifest" in reg.document
+                else load_design("e020_e021").section("manifest"))
     cells = len(manifest["classes"]) * len(manifest["colours"])
     return sum(cells * int(manifest["quota"][str(p)]) for p in parts)
 

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from rungbench.chess.studies.cells import E020_ARMS, E022_ARMS, PROBES
 from rungbench.design.preset_models import (
     PASS_A_DEPTH,
     ArmsPreset,
@@ -22,6 +23,7 @@ from rungbench.design.preset_models import (
     Interval,
     Multiplicity,
     Probability,
+    StudyIdentity,
 )
 from rungbench.design.registry import RegisteredDesign, load_design
 from rungbench.design.schema import (
@@ -41,28 +43,20 @@ maximum expectation, pass A rank 1 and every pass A candidate tied with it, or p
 alone."""
 
 
-class LadderIdentity(PresetModel):
+class LadderIdentity(StudyIdentity):
     """E020/E021's ``[design]`` table."""
 
-    id: Literal["E020_E021"] = key("identity", "Registry ID; the cell table, analysis and "
-                                   "report dispatch on it.")
-    version: Literal[1] = key("identity", "Version of this key schema.")
-    seed: Literal["001_7d2eca18a5a87f90"] = key("identity", "The seed document (seed 001).")
-    kind: Literal["intervention_ladder"] = key("identity", "Binding body builder: the paired "
-                                               "intervention ladder.")
-    outcome: Literal["wdl_regret"] = key("identity", "Cell outcome: WDL regret (a loss).")
+    id: Literal["E020_E021"] = key("identity", "Registry ID.")
+    seed: Literal["001_7d2eca18a5a87f90"] = key("identity", "Seed 001.")
+    kind: Literal["intervention_ladder"] = key("identity", "The paired intervention ladder.")
 
 
-class FalsifierIdentity(PresetModel):
+class FalsifierIdentity(StudyIdentity):
     """E022's ``[design]`` table."""
 
-    id: Literal["E022"] = key("identity", "Registry ID; the cell table, analysis and report "
-                              "dispatch on it.")
-    version: Literal[1] = key("identity", "Version of this key schema.")
-    seed: Literal["001_7d2eca18a5a87f90"] = key("identity", "The seed document (seed 001).")
-    kind: Literal["falsifier_arms"] = key("identity", "Binding body builder: fixed-width "
-                                          "falsifier arms.")
-    outcome: Literal["wdl_regret"] = key("identity", "Cell outcome: WDL regret (a loss).")
+    id: Literal["E022"] = key("identity", "Registry ID.")
+    seed: Literal["001_7d2eca18a5a87f90"] = key("identity", "Seed 001.")
+    kind: Literal["falsifier_arms"] = key("identity", "Fixed-width falsifier arms.")
 
 
 class ManifestTable(PresetModel):
@@ -109,7 +103,10 @@ class ManifestTable(PresetModel):
 class ChoiceArm(PresetModel):
     """One move-choice ``[[arms]]`` table: what list (if any) the prompt shows."""
 
-    name: str = key("schedule", "Arm name; the cell table's condition.", min_length=1)
+    name: str = key("schedule", "Arm name; the cell table's condition, so one it knows "
+                    "(E020/E021: unaided, oracle_top2, oracle_top5, oracle_top10, "
+                    "best_omitted; E022: oracle_top5, successor_top5, reply_top5).",
+                    min_length=1)
     kind: Literal["unaided", "oracle", "omitted", "successor", "reply"] = key(
         "request", "unaided: no list; oracle: pass A ranks 1..width; omitted: the top-width "
         "list less every best move; successor / reply: the oracle list with each move's "
@@ -128,8 +125,8 @@ class ChoiceArm(PresetModel):
 class ProbeTable(PresetModel):
     """One ``[[probes]]`` table: a two-call self-shortlist arm."""
 
-    name: str = key("schedule", "Probe name; the cell table's condition of the probe call.",
-                    min_length=1)
+    name: str = key("schedule", "Probe name; the cell table's condition of the probe call "
+                    "(self_shortlist).", min_length=1)
     kind: Literal["shortlist"] = key("request", "The model lists shortlist_k candidates "
                                      "through submit_shortlist, then chooses among them.")
 
@@ -238,8 +235,12 @@ class LadderPreset(PresetModel):
 
     @model_validator(mode="after")
     def _names(self) -> LadderPreset:
-        arms = _arm_names(self.arms)
+        arms = _arm_names(self.arms, E020_ARMS)
         probes = [p.name for p in self.probes]
+        for i, name in enumerate(probes):
+            if name not in PROBES:
+                raise KeyRefusal(f"probes[{i}].name", f"probe {name!r} is not a condition the "
+                                 f"cell table knows ({', '.join(PROBES)})")
         if self.probes and self.schedule.shortlist_k is None:
             raise KeyRefusal("schedule.shortlist_k", "a probe needs schedule.shortlist_k")
         a = self.analysis
@@ -277,7 +278,7 @@ class FalsifierPreset(PresetModel):
 
     @model_validator(mode="after")
     def _names(self) -> FalsifierPreset:
-        arms = _arm_names(self.arms)
+        arms = _arm_names(self.arms, E022_ARMS)
         if self.analysis.control_arm not in arms:
             raise KeyRefusal("analysis.control_arm",
                              f"analysis.control_arm {self.analysis.control_arm!r} is not an "
@@ -293,9 +294,15 @@ class FalsifierPreset(PresetModel):
         return self
 
 
-def _arm_names(arms: list[ChoiceArm]) -> list[str]:
+def _arm_names(arms: list[ChoiceArm], known: tuple[str, ...]) -> list[str]:
+    """The arms' names, distinct, each a condition the cell table knows (a name it does not
+    would be refused only when the runs are analysed: refused here, before any run)."""
     names = [a.name for a in arms]
     require_distinct(names, "arms")
+    for i, name in enumerate(names):
+        if name not in known:
+            raise KeyRefusal(f"arms[{i}].name", f"arm {name!r} is not a condition the cell "
+                             f"table knows ({', '.join(known)})")
     return names
 
 
