@@ -104,3 +104,26 @@ def test_log_of_another_run_is_refused(tmp_path: Path) -> None:
     (one / "events.jsonl").write_bytes((two / "events.jsonl").read_bytes())
     with pytest.raises(IntegrityError, match=r"manifest\.json: changed since"):
         verify_run(one)
+
+
+def test_a_forged_terminal_failure_before_the_cap_is_refused(tmp_path: Path) -> None:
+    """A provider_error final is admitted only at the run's retry cap: forging one onto a
+    cell that was answered at attempt 1 (chain recomputed) is refused, in a run without a cap
+    and in a run whose cap is 3 retries alike."""
+    for cap in (None, 3):
+        schedule = Schedule.of("chess.move_choice/1", "t",
+                               [move_choice_request(f"c{i}", FEN) for i in range(2)])
+        agent = RandomMover(seed=2)
+        run_dir = create_run(tmp_path / str(cap), schedule, describe_agent(agent),
+                             policy=RetryPolicy(max_attempts=2, backoff_s=(0.0,),
+                                                max_retries=cap))
+        execute_run(run_dir, agent, validator=validate_move)
+
+        def edit(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [{**r, "outcome": "provider_error", "response": None}
+                    if r.get("cell") == "c0" and r["kind"] in ("tool_event", "final") else r
+                    for r in records]
+
+        _forge(run_dir, edit)
+        with pytest.raises(IntegrityError, match="reliability outcome after 1 attempts"):
+            verify_run(run_dir, validate_move)
