@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from tests.chess.studies import planted_study as ps
 
+import chess
 from rungbench.chess.studies import study as st
 from rungbench.chess.studies.analysis_report import analyze_table
 from rungbench.chess.studies.bindings import Binding, load_binding
@@ -223,3 +224,41 @@ def test_the_registered_best_set_rule_decides_the_best_move_rates(
             tied = {c.uci for c in lst.candidates
                     if c.expectation == lst.candidates[0].expectation}
             assert r.chose_best == (r.selected_move in tied)
+
+
+def test_every_row_carries_strata_recomputed_independently(built: ps.PlantedStudy) -> None:
+    """Each row's phase, tacticality, side to move, legal-move count and value gap equal
+    what the frozen manifest and python-chess give for its position, and its latency,
+    tokens and cost equal its run log's last tool_event for the cell (recomputed here from
+    the files, not through the strata module)."""
+    manifest = load_manifest(built.root / "manifest")
+    rows_of = {p["key"]: p for p in manifest.document["positions"]}
+    for name in ("main", "ladder"):
+        built_table = _table(built.root, built.stage, built.bindings[name])
+        last: dict[str, dict[str, Any]] = {}  # table cell "<route>/<cell id>" -> last event
+        for run in built_table.runs:
+            mine: dict[str, dict[str, Any]] = {}
+            for line in (run.path / "events.jsonl").read_text().splitlines():
+                event = json.loads(line)
+                if event["kind"] == "tool_event":
+                    mine[f"{run.route}/{event['cell']}"] = event
+            assert not set(mine) & set(last)
+            last |= mine
+        checked = 0
+        for r in built_table.table.rows:
+            position = rows_of[r.position]
+            board = chess.Board(position["fen"])
+            assert (r.phase, r.tacticality) == (position["phase"], position["label"])
+            assert r.side_to_move == ("white" if board.turn else "black")
+            assert r.legal_moves == len(list(board.legal_moves))
+            top = manifest.lists[r.position].candidates
+            assert r.value_gap == pytest.approx(top[0].expectation - top[1].expectation)
+            event = last[r.cell]
+            assert (r.tokens_in, r.tokens_out, r.cost_usd, r.latency_s) == (
+                event["tokens_in"], event["tokens_out"], event["cost_usd"], event["latency_s"])
+            checked += 1
+        assert checked == len(built_table.table.rows) > 0
+    spreads = [r.shown_spread for r in _table(built.root, built.stage,
+                                                built.bindings["ladder"]).table.rows
+               if r.condition == "oracle_top5"]
+    assert spreads and all(s is not None and s >= 0 for s in spreads)

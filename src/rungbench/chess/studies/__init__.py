@@ -33,6 +33,6 @@ of the ladder and falsifier presets and ``plan`` the analysis each preset regist
 
 __all__ = [
     "analysis", "analysis_report", "audits", "bindings", "budget", "cells", "evaluation",
-    "evaluator", "ladder", "manifest", "move_choice", "plan", "planted", "preset_copy", "study",
-    "study_presets", "successor_records", "wdl_model", "wording"
+    "evaluator", "ladder", "manifest", "move_choice", "plan", "planted", "preset_copy",
+    "strata", "study", "study_presets", "successor_records", "wdl_model", "wording"
 ]

@@ -183,6 +183,26 @@ class CellRow(_Frozen):
     """E023: proposer rank of the chosen candidate (null when none was chosen)."""
     selected_move: str | None = None
     """E023: the chosen move (order-disagreement secondary)."""
+    phase: str | None = None
+    """The label stage's game phase of the position (``chess/studies/strata.py``)."""
+    tacticality: str | None = None
+    """The label stage's class of the position (tactical, ambiguous, quiet)."""
+    side_to_move: Literal["white", "black"] | None = None
+    """Side to move in the position."""
+    legal_moves: int | None = Field(default=None, ge=0)
+    """Legal moves in the position."""
+    value_gap: float | None = None
+    """Pass A's WDL expectation of rank 1 minus rank 2."""
+    shown_spread: float | None = None
+    """Largest minus smallest pass A expectation among the moves the list showed."""
+    latency_s: float | None = Field(default=None, ge=0.0)
+    """Latency of the deciding attempt, seconds."""
+    tokens_in: int | None = Field(default=None, ge=0)
+    """Prompt tokens of the deciding attempt."""
+    tokens_out: int | None = Field(default=None, ge=0)
+    """Completion tokens of the deciding attempt."""
+    cost_usd: float | None = Field(default=None, ge=0.0)
+    """Cost of the deciding attempt, US dollars."""
 
     @model_validator(mode="after")
     def _consistent(self) -> CellRow:

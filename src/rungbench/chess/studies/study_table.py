@@ -38,11 +38,12 @@ table as counted anomalies.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from rungbench.chess.labels.stage_records import CandidateList
 from rungbench.chess.reference_agents import validate_move
 from rungbench.chess.studies.bindings import Binding
 from rungbench.chess.studies.cells import (
@@ -58,6 +59,7 @@ from rungbench.chess.studies.gates import prompt_audit
 from rungbench.chess.studies.ladder import final_arguments, own_shortlist
 from rungbench.chess.studies.manifest import FrozenManifest
 from rungbench.chess.studies.plan import best_moves, plan_of
+from rungbench.chess.studies.strata import position_strata, usage
 from rungbench.design.registry import RegisteredDesign
 from rungbench.errors import Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, digest, loads_canonical
@@ -272,10 +274,14 @@ def _common(binding: Binding, meta: dict[str, Any], run: StudyRun,
     return row
 
 
-def move_rows(binding: Binding, evaluation: RunEvaluation,
-              family: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def move_rows(binding: Binding, evaluation: RunEvaluation, family: dict[str, Any],
+              states: Mapping[str, CellState] | None = None,
+              lists: Mapping[str, CandidateList] | None = None,
+              ) -> list[tuple[str, dict[str, Any]]]:
     """``(table cell id, row)`` of every cell of a move-choice run (``cells.json`` order
-    is not trusted: schedule order; a cell the evaluation lacks has no row)."""
+    is not trusted: schedule order; a cell the evaluation lacks has no row), with the
+    position's strata (from ``lists``, the manifest's pass A lists) and the deciding
+    attempt's cost (from ``states``, the run's verified log)."""
     run = evaluation.run
     rule = plan_of(bound_preset(binding)).best_set
     out = []
@@ -292,7 +298,8 @@ def move_rows(binding: Binding, evaluation: RunEvaluation,
             "regret": scored["regret"],
             "evaluation_digest": None if reliability else digest(scored),
             "tool_schema_digest": digest(list(cell.request.tools)),
-            "chose_best": None if reliability else move in best, "selected_move": move}
+            "chose_best": None if reliability else move in best, "selected_move": move,
+            **_strata(meta, lists, states, cell.cell_id)}
         shown = meta.get("candidates")
         if isinstance(shown, list):
             row["best_in_candidates"] = bool(best & set(shown))
@@ -305,9 +312,10 @@ def move_rows(binding: Binding, evaluation: RunEvaluation,
 
 
 def probe_rows(binding: Binding, run: StudyRun, best: dict[str, dict[str, Any]],
-               family: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+               family: dict[str, Any], lists: Mapping[str, CandidateList] | None = None,
+               ) -> list[tuple[str, dict[str, Any]]]:
     """``(table cell id, row)`` of every cell of a probe run, against the evaluator's best
-    sets (no regret)."""
+    sets (no regret), with the position's strata and the deciding attempt's cost."""
     _, states = read_log(run.path, run.schedule, None)
     rule = plan_of(bound_preset(binding)).best_set
     store = ObjectStore(run.path)
@@ -325,9 +333,19 @@ def probe_rows(binding: Binding, run: StudyRun, best: dict[str, dict[str, Any]],
             "evaluation_digest": None if cls in RELIABILITY else digest(best[key]),
             "tool_schema_digest": digest(list(cell.request.tools)),
             "best_in_candidates": None if cls in RELIABILITY
-            else bool(listed & best_moves(rule, best[key]["best_moves"], meta))}
+            else bool(listed & best_moves(rule, best[key]["best_moves"], meta)),
+            **_strata(meta, lists, states, cell.cell_id)}
         out.append((row["cell"], row))
     return out
+
+
+def _strata(meta: Mapping[str, Any], lists: Mapping[str, CandidateList] | None,
+            states: Mapping[str, CellState] | None, cell_id: str) -> dict[str, Any]:
+    """A row's strata (``chess/studies/strata.py``) and its deciding attempt's cost."""
+    lst = None if lists is None else lists.get(str(meta["key"]))
+    state = None if states is None else states.get(cell_id)
+    return {**position_strata(meta, lst), **usage(None if state is None
+                                                 else state.last_event)}
 
 
 def _probe_answer(store: ObjectStore, fen: str, state: CellState, k: int
@@ -423,8 +441,10 @@ def study_table(study: Path, binding: Binding, manifest: FrozenManifest,
     """Build and verify the cell table of ``binding`` (see the module docstring)."""
     runs = binding_runs(study, binding)
     not_run = check_coverage(binding, runs)
-    for run in runs:  # the verified read: chain, order, every final against its response
-        read_log(run.path, run.schedule, None if run.is_probe else validate_move)
+    states_of = {}  # the verified read: chain, order, every final against its response
+    for run in runs:
+        states_of[run.run_id] = read_log(run.path, run.schedule,
+                                         None if run.is_probe else validate_move)[1]
     evaluations = [load_evaluation(study, r, stage_record) for r in runs if not r.is_probe]
     if not evaluations:
         raise _refuse("evaluation_missing", "the binding has no move-choice run to evaluate",
@@ -437,8 +457,9 @@ def study_table(study: Path, binding: Binding, manifest: FrozenManifest,
     evaluation_of = {e.run.run_id: e for e in evaluations}
     for run in runs:
         schedule += [table_cell(run, c.cell_id) for c in run.schedule]
-        pairs += (probe_rows(binding, run, best, family) if run.is_probe
-                  else move_rows(binding, evaluation_of[run.run_id], family))
+        pairs += (probe_rows(binding, run, best, family, manifest.lists) if run.is_probe
+                  else move_rows(binding, evaluation_of[run.run_id], family,
+                                 states_of[run.run_id], manifest.lists))
     reg = bound_preset(binding)
     header = CellTableHeader.model_validate({
         "schema": "rungbench.chess.cell-table/1", "study_digest": binding.digest,
