@@ -117,3 +117,31 @@ def test_a_misspelt_key_is_refused_before_any_audit_work(tmp_path: Path) -> None
     code, out, err = _invoke(["audit", "e020", "--file", str(path)])
     assert code == 1 and out == ""
     assert "did you mean 'confidence'" in err and "analysis.confidense" in err
+
+
+def test_e023_audit_prints_the_endpoint_table_and_its_warnings() -> None:
+    """`design audit e023` prints every endpoint's contrast per selector and the warning that
+    WDL regret moves against the mechanism for the diffuse selector, and still exits 0."""
+    code, out, _ = _invoke(["audit", "e023"])
+    flat = " ".join(out.split())
+    assert code == 0, out
+    assert "endpoint validity, near_strong-far_tail (registered regret profile)" in flat
+    assert "endpoint validity, near_strong-mixed_tail" in flat
+    assert "diffuse -0.0078 ✗ 0 = -0.2382 ✓ +0.2031 ✓ -0.0795 ✗" in flat
+    assert "legality, latency, tokens, cost" in flat
+    assert "warning primary_endpoint_inconsistent_with_mechanism" in flat
+    assert "primary endpoint wdl_regret moves against the declared mechanism" in flat
+
+
+def test_e023_audit_json_carries_the_warnings_and_the_table() -> None:
+    """`design audit e023 --json`: ok, a top-level warnings list naming wdl_regret and the
+    diffuse selector, and the endpoint table under detail.endpoint_validity."""
+    code, out, _ = _invoke(["audit", "e023", "--json"])
+    doc = json.loads(out)
+    assert code == 0 and doc["ok"]
+    first = doc["warnings"][0]
+    assert (first["code"], first["endpoint"], first["selector"]) == (
+        "primary_endpoint_inconsistent_with_mechanism", "wdl_regret", "diffuse")
+    table = doc["detail"]["endpoint_validity"]["table"]["near_strong-far_tail"]
+    assert table["diffuse"]["wdl_regret"]["verdict"] == "against"
+    assert table["sharp"]["tokens"]["contrast"] is None

@@ -24,8 +24,10 @@ from rungbench.evidence.canonical import digest
 # both when every key came to drive the code (docs/presets.md): keys read by nothing went
 # (lower_is_better, A105's [factors], [panels] and sensitivities, E023's rank_source_depth),
 # the retry cap, the catastrophic threshold and the interval method were registered.
+# E023 changed again when it registered its [falsifiers] table and the endpoint-validity
+# inputs (selectors.wdl_regret_by_rank, analysis.primary_endpoints: design/endpoint_validity.py).
 A105_DIGEST = "sha256:7f8ac2f6723597030f71454085edb47b87219d7c975b8d8872118e54af319e1a"
-E023_DIGEST = "sha256:c89b24b39691734097ce7e6dad0bcd8714a7be959ea3fb41f069a75f1fb4fdb2"
+E023_DIGEST = "sha256:aaa0e76dab1857346b58db8547a3874db32abac0e00b9b349255b2825a6ba8c0"
 
 
 def test_presets_registered() -> None:

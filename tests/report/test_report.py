@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from tests.report.report_fixtures import HOSTILE, small_demo_dir
 
+from rungbench.chess.studies.falsifiers import FALSIFIERS
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import loads_canonical
 from rungbench.evidence.store import ObjectStore
 from rungbench.report import render_report
 from rungbench.report.inputs import INDEX, OBJECTS
 
-TABLES = ("inputs", "a104", "claim-gates", "coverage-selection", "e023",
+TABLES = ("inputs", "a104", "claim-gates", "coverage-selection", "e023", "falsifiers",
           "rung-accuracy", "identification-causal:reference:rung1",
           "controls-fixed-strict", "objects")
 """Tables the small fixture's page must hold."""
@@ -39,6 +40,27 @@ def test_page_holds_every_present_section_and_names_the_absent(demo_dir: Path) -
     assert html.count("Not in this study") == 3
     assert "<script" not in html.replace("&lt;script", "")
     assert HOSTILE not in html and "planted-&lt;script&gt;" in html
+
+
+def test_falsifier_table_has_a_row_for_every_seed_bullet(demo_dir: Path) -> None:
+    """Every seed-001 falsifier appears in the falsifier table: with its verdict where an
+    analysis computed it, as "not run" (naming the design) where none did (no E022 here);
+    the E023 section states the endpoint-validity warning before its primary contrasts."""
+    summary = render_report(demo_dir)
+    html = Path(summary["report"]).read_text(encoding="utf-8")
+    body = html.split('<table id="falsifiers">', 1)[1].split("</table>", 1)[0]
+    rows = body.split("<tr>")[2:]
+    for name, (seed_text, _) in FALSIFIERS.items():
+        mine = [r for r in rows if r.startswith(f"<td>{name}</td>")]
+        assert mine, name
+        assert all(seed_text.replace("\u201c", "&#x201c;")[:30] in r or seed_text[:30] in r
+                   for r in mine)
+    not_run = [r for r in rows if "not run" in r]
+    assert len(not_run) == 1 and "<td>transition_search</td>" in not_run[0]
+    assert "no E022 analysis in this report" in not_run[0]
+    assert summary["sections"]["falsifiers"] == "present"
+    e023 = html.split('<section id="e023">', 1)[1].split("</section>", 1)[0]
+    assert '<p class="warning"><strong>primary_endpoint_inconsistent_with_mechanism' in e023
 
 
 def test_every_digest_link_has_its_inventory_entry(demo_dir: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from rungbench.cli._common import JSON_OPTION, command_group, console, emit_json, run
@@ -181,6 +182,47 @@ def print_report(report: AuditReport) -> None:
                       f"produces {statement['registered']:,}; this preset produces "
                       f"{statement['produced']:,}. {statement['explanation']}",
                       markup=False, highlight=False)
+    validity = report.detail.get("endpoint_validity")
+    if validity:
+        print_endpoint_validity(validity)
+    for warning in report.warnings:
+        console.print(f"warning {warning['code']}: {warning['message']}", style="yellow",
+                      markup=False, highlight=False)
+
+
+VERDICT_MARKS = {"consistent": "✓", "against": "✗", "null": "=", "not_modelled": "—"}
+"""How an endpoint cell's verdict is shown: near arm worse (✓), better (✗), equal (0)."""
+
+
+def print_endpoint_validity(validity: dict[str, Any]) -> None:
+    """Print every modelled endpoint's expected near − far contrast per selector, one table
+    per contrast (the endpoint-validity table of ``rungbench.design.endpoint_validity``)."""
+    profile = validity["profile"]
+    specs = validity["endpoints"]
+    modelled = [e for e, spec in specs.items() if spec["modelled"]]
+    for contrast, by_selector in validity["table"].items():
+        table = Table(title=f"endpoint validity, {contrast} ({profile['source']} regret "
+                      "profile)", box=box.SIMPLE_HEAD,
+                      caption="* primary; ✓ near arm worse, ✗ near arm better, = equal; not "
+                      "modelled by the synthetic selectors: "
+                      + ", ".join(e for e, spec in specs.items() if not spec["modelled"]))
+        table.add_column("selector", overflow="fold")
+        for e in modelled:
+            table.add_column(f"{e}{'*' if specs[e]['primary'] else ''}", justify="right",
+                             overflow="fold")
+        table.add_row("worse if", *[specs[e]["worse"] for e in modelled], end_section=True)
+        for selector, cells in by_selector.items():
+            table.add_row(selector, *[_endpoint_cell(cells[e]) for e in modelled])
+        detects = validity["detects_mechanism"][contrast]
+        table.add_row("detects mechanism", *["yes" if detects[e] else "no" for e in modelled])
+        console.print(table)
+
+
+def _endpoint_cell(cell: dict[str, Any]) -> str:
+    if cell["contrast"] is None:
+        return "—"
+    value = "0" if cell["sign"] == 0 else f"{float(cell['contrast']):+.4f}"
+    return f"{value} {VERDICT_MARKS[cell['verdict']]}"
 
 
 def _fmt(value: float) -> str:

@@ -5,8 +5,8 @@ the label stage of :mod:`rungbench.demo.labels`:
 
 1. freeze the final manifest by ``demo_e020_e021``'s quotas (30 positions);
 2. write the models file naming every planted agent by its label
-   (``chess-study/models.toml``) and bind ``demo_a105``, ``demo_e020_e021`` and
-   ``demo_e023`` to the manifest with it;
+   (``chess-study/models.toml``) and bind ``demo_a105``, ``demo_e020_e021``,
+   ``demo_e022`` and ``demo_e023`` to the manifest with it;
 3. freeze one budget authorization covering every planted model on the loopback route;
 4. run every model of every binding through the real ``openai`` client against a loopback
    server that serves the planted-mechanism agents (:mod:`rungbench.chess.studies.planted`;
@@ -25,6 +25,7 @@ verify. ``detail`` is the summary; the report reads the study directory itself.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,8 @@ PLANS: tuple[Plan, ...] = (
                    ("planted-complementary", "a105:complementary")), False),
     ("demo_e020_e021", (("planted-ideas-limited", "e020:ideas_limited"),
                         ("planted-vision-limited", "e020:vision_limited")), True),
+    ("demo_e022", (("planted-transition-limited", "e022:transition_limited"),
+                   ("planted-comparison-limited", "e022:comparison_limited")), False),
     ("demo_e023", (("planted-sharp", "e023:sharp"), ("planted-diffuse", "e023:diffuse")),
      False),
 )
@@ -208,5 +211,13 @@ def _analysis_brief(doc: dict[str, Any]) -> dict[str, Any]:
         brief.setdefault("profiles", {})[f"{stage['model']}:{stage['split']}"] = stage["label"]
     for result in doc.get("e023", []):
         brief.setdefault("e023", {})[f"{result['model']}:{result['split']}"] = {
-            "mean": result["primary"]["mean"], "rejected": result["primary"]["rejected"]}
+            name: {"mean": p["mean"], "rejected": p["rejected"]}
+            for name, p in result["primaries"].items()}
+    counts: dict[str, Counter[str]] = {}
+    for v in doc.get("falsifiers", []):
+        counts.setdefault(v["falsifier"], Counter())[v["verdict"]] += 1
+    if counts:
+        brief["falsifiers"] = {name: " · ".join(f"{w} {c[w]}" for w in
+                                                ("holds", "fails", "inconclusive") if c[w])
+                               for name, c in counts.items()}
     return brief

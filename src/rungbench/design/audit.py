@@ -3,6 +3,8 @@
 Both make zero provider calls, zero engine calls and read no outcome. Each returns the
 measured figures, the seed's printed figures beside them where the seed prints one,
 and named exact-balance checks; a failed check means the design is not as registered.
+Warnings say what a registered result could mean without failing the audit (E023's
+endpoint validity, :mod:`rungbench.design.endpoint_validity`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from rungbench.design.endpoint_validity import (
+    EndpointValidity,
+    endpoint_validity,
+    rank_values,
+)
 from rungbench.design.factorial import Recovery, recovery_check
 from rungbench.design.latin import (
     carryover_counts,
@@ -23,7 +30,6 @@ from rungbench.design.latin import (
 from rungbench.design.orders import (
     ExposureAudit,
     OrderArray,
-    cyclic_counterbalance,
     exposure_audit,
     independent_shuffles,
     project,
@@ -31,8 +37,10 @@ from rungbench.design.orders import (
 from rungbench.design.presets import ArmsDesign, FactorialDesign
 from rungbench.design.selectors import (
     DistractorContrast,
-    Selector,
+    FloatArray,
+    arm_orders,
     distractor_contrast,
+    registered_selectors,
     simulate_two_stage,
     stage_signature,
 )
@@ -80,6 +88,9 @@ class AuditReport:
     """Named exact-balance and recovery properties."""
     detail: dict[str, Any] = field(default_factory=dict)
     """Full tables (counts, per-arm audits, contrasts)."""
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    """JSON-ready warnings, each with a ``code`` and a ``message``: what a registered result
+    could mean, never a failed check (the audit stays ok)."""
 
     @property
     def ok(self) -> bool:
@@ -95,7 +106,8 @@ class AuditReport:
         """Return the report as a JSON-ready mapping."""
         return {"design": self.design, "digest": self.digest, "ok": self.ok,
                 "failed": self.failed(), "figures": [f.to_json() for f in self.figures],
-                "checks": dict(self.checks), "detail": self.detail}
+                "checks": dict(self.checks), "warnings": list(self.warnings),
+                "detail": self.detail}
 
 
 def schedule_audit(d: FactorialDesign) -> AuditReport:
@@ -168,27 +180,11 @@ def factorial_audit(d: FactorialDesign, *, replicates: int = 20) -> AuditReport:
                        {**report.detail, "recovery": [r.to_json() for r in recoveries]})
 
 
-def arm_orders(d: ArmsDesign) -> dict[str, tuple[OrderArray, OrderArray]]:
-    """The registered cyclic counterbalanced orders of every arm (seeded per arm)."""
-    return {arm.name: cyclic_counterbalance(d.positions, d.width, rotation=d.rotation,
-                                            rng=np.random.default_rng([d.construction_seed, i]))
-            for i, arm in enumerate(d.arms)}
-
-
 def shuffled_arm_orders(d: ArmsDesign) -> dict[str, tuple[OrderArray, OrderArray]]:
     """Independent-shuffle orders for every arm (the protocol E023 replaces)."""
     return {arm.name: independent_shuffles(d.positions, d.width,
                                            np.random.default_rng([d.shuffle_seed, i]))
             for i, arm in enumerate(d.arms)}
-
-
-def selectors(d: ArmsDesign) -> list[Selector]:
-    """The registered synthetic selectors, plus a utility-blind pure-primacy selector."""
-    g = d.primacy_per_slot
-    return [Selector("sharp", d.sharp_temperature), Selector("diffuse", d.diffuse_temperature),
-            Selector("sharp+primacy", d.sharp_temperature, g),
-            Selector("diffuse+primacy", d.diffuse_temperature, g),
-            Selector("primacy_only", math.inf, g)]
 
 
 def contrasts(d: ArmsDesign, orders: dict[str, tuple[OrderArray, OrderArray]],
@@ -201,7 +197,7 @@ def contrasts(d: ArmsDesign, orders: dict[str, tuple[OrderArray, OrderArray]],
             sel.name: distractor_contrast(
                 (near, d.arm(near).ranks, orders[near]), (far, d.arm(far).ranks, orders[far]),
                 sel)
-            for sel in selectors(d)}
+            for sel in registered_selectors(d)}
     return out
 
 
@@ -211,12 +207,14 @@ def order_audit(d: ArmsDesign) -> AuditReport:
     cyclic = {name: exposure_audit(a, b) for name, (a, b) in arm_orders(d).items()}
     balanced = contrasts(d, arm_orders(d))
     shuffled = contrasts(d, shuffled_arm_orders(d))
+    validity = endpoint_validity(d, orders=arm_orders(d))
     expected = 2 * d.positions // d.width
     primary = f"{d.primary_contrast[0]}-{d.primary_contrast[1]}"
     prim = balanced[primary]
     ideas, vision = stage_signature(0.35, 0.90), stage_signature(0.90, 0.35)
     figures = [*_shuffle_figures(d, shuffle), *_cyclic_figures(d, cyclic, expected),
                *_contrast_figures(balanced, shuffled, primary),
+               *_endpoint_figures(validity),
                Figure("alias_ideas_limited", "C × S, ideas-limited (C 0.35, S 0.90)",
                       round(ideas.unaided_best_rate, 12),
                       d.seed_figures.get("coverage_selection_product"), True),
@@ -244,6 +242,7 @@ def order_audit(d: ArmsDesign) -> AuditReport:
             > 0.5 * prim["diffuse"].anchor_miss_delta,
         "primacy_alone_gives_no_contrast_when_balanced":
             abs(prim["primacy_only"].anchor_miss_delta) < 1e-12,
+        **_endpoint_checks(d, validity),
         "aliased_scores_equal": math.isclose(ideas.unaided_best_rate, vision.unaided_best_rate),
         "ladder_separates_aliases": ideas.to_json() != vision.to_json(),
     }
@@ -254,8 +253,10 @@ def order_audit(d: ArmsDesign) -> AuditReport:
         "contrasts_independent_shuffle": _contrast_json(shuffled),
         "aliasing": {"ideas_limited": ideas.to_json(), "vision_limited": vision.to_json()},
         "arms": {a.name: list(a.ranks) for a in d.arms},
+        "endpoint_validity": validity.to_json(),
     }
-    return AuditReport(d.id, d.digest, figures, checks, detail)
+    return AuditReport(d.id, d.digest, figures, checks, detail,
+                       [w.to_json() for w in validity.warnings])
 
 
 def _shuffle_projection(d: ArmsDesign) -> dict[int, ExposureAudit]:
@@ -316,6 +317,45 @@ def _contrast_figures(balanced: dict[str, dict[str, DistractorContrast]],
     out.append(Figure("anchor_miss_delta_primacy_only_shuffled", f"{primary}, primacy only: "
                       "Δ P(miss rank 1), independent shuffles", c.anchor_miss_delta, None, False))
     return out
+
+
+def _endpoint_figures(validity: EndpointValidity) -> list[Figure]:
+    """Every selector's primary contrast on each endpoint the selectors model (the
+    utility regret is :func:`_contrast_figures`' ``regret_delta``)."""
+    primary = validity.primary_contrast
+    return [Figure(f"{c.endpoint}_delta_{c.selector}", f"{primary}, {c.selector}: Δ "
+                   f"{c.endpoint} (near − far), cyclic orders, {validity.profile.source} "
+                   "regret profile", round(c.delta, 12), None, False)
+            for c in validity.cells
+            if c.contrast == primary and c.delta is not None and c.endpoint != "utility_regret"]
+
+
+def _endpoint_checks(d: ArmsDesign, validity: EndpointValidity) -> dict[str, bool]:
+    """Exact balance seen through every endpoint: with each rank in each slot equally often
+    a utility-blind (primacy-only) selector picks every rank of an arm with probability
+    1 / width, so on an endpoint of the chosen rank each arm scores the plain mean over its
+    ranks (the contrast is composition only), and its two presentations disagree equally
+    often in every arm."""
+    values = rank_values(validity.profile)
+    checks: dict[str, bool] = {}
+    for endpoint, by_rank in values.items():
+        cells = [c for c in validity.cells
+                 if c.selector == "primacy_only" and c.endpoint == endpoint]
+        checks[f"primacy_alone_gives_composition_only_{endpoint}_when_balanced"] = all(
+            c.near is not None and c.far is not None
+            and math.isclose(c.near, _rank_mean(d, c.contrast, 0, by_rank), abs_tol=1e-9)
+            and math.isclose(c.far, _rank_mean(d, c.contrast, 1, by_rank), abs_tol=1e-9)
+            for c in cells)
+    checks["primacy_alone_gives_no_order_disagreement_contrast_when_balanced"] = all(
+        c.sign == 0 for c in validity.cells
+        if c.selector == "primacy_only" and c.endpoint == "order_disagreement")
+    return checks
+
+
+def _rank_mean(d: ArmsDesign, contrast: str, side: int, by_rank: FloatArray) -> float:
+    """The plain mean of ``by_rank`` over the ranks of one arm of ``contrast``."""
+    ranks = d.arm(contrast.split("-")[side]).ranks
+    return float(np.mean([by_rank[r - 1] for r in ranks]))
 
 
 def _contrast_json(table: dict[str, dict[str, DistractorContrast]]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ refused naming both keys.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -30,6 +31,10 @@ E023_ARM_NAMES = ("near_strong", "mid_band", "mixed_tail", "far_tail")
 """The E023 arm names the cell table knows (``chess/studies/cells.py``)."""
 PASS_A_DEPTH = 10
 """Ranks a candidate list may draw from: the label stage's pass A MultiPV (seed 002)."""
+ArmsEndpoint = Literal["wdl_regret", "catastrophic_rate", "rank1_selection",
+                       "order_disagreement", "legality", "latency", "tokens", "cost"]
+"""An E023 endpoint (seed 001: WDL regret and the catastrophic-blunder rate are primary;
+proposer-rank selection, order disagreement, legality, latency, tokens and cost secondary)."""
 
 
 class StudyIdentity(PresetModel):
@@ -305,6 +310,16 @@ class ArmsAnalysis(PresetModel):
     cluster: ClusterUnit = key("analysis", "Cluster unit of every bootstrap.")
     catastrophic_regret: Annotated[float, Field(gt=0.0, le=1.0)] = key(
         "analysis", "A cell is a catastrophic blunder when its WDL regret is at least this.")
+    primary_endpoints: list[ArmsEndpoint] = key(
+        "audit", "The primary endpoints, design.outcome first (seed 001: WDL regret and the "
+        "catastrophic-blunder rate); the endpoint-validity audit warns when one moves against "
+        "the declared mechanism for the diffuse selector (design/endpoint_validity.py).",
+        min_length=1)
+
+    @model_validator(mode="after")
+    def _primaries(self) -> ArmsAnalysis:
+        require_distinct(list(self.primary_endpoints), "primary_endpoints")
+        return self
 
 
 class ShuffleProjection(PresetModel):
@@ -326,6 +341,19 @@ class SelectorsTable(PresetModel):
                                                                "softmax temperature.")
     primacy_per_slot: float = key("audit", "Primacy bias: -primacy_per_slot x slot added to "
                                   "each logit.")
+    wdl_regret_by_rank: list[Annotated[float, Field(ge=0.0, le=1.0)]] = key(
+        "audit", "WDL regret of pass A ranks 1-10 against rank 1 (0 first, non-decreasing): a "
+        "registered controlled input to the endpoint-validity audit, replaced at binding by "
+        "pass A's own WDL expectations (design/endpoint_validity.py).",
+        min_length=PASS_A_DEPTH, max_length=PASS_A_DEPTH)
+
+    @model_validator(mode="after")
+    def _profile(self) -> SelectorsTable:
+        profile = self.wdl_regret_by_rank
+        if profile[0] != 0.0 or any(b < a for a, b in pairwise(profile)):
+            raise KeyRefusal("wdl_regret_by_rank", "wdl_regret_by_rank must start at 0 and "
+                             f"never decrease (a rank's regret against rank 1), got {profile}")
+        return self
 
 
 class ArmsFigures(PresetModel):
@@ -358,6 +386,53 @@ class ArmsFigures(PresetModel):
         default=None)
 
 
+ReversalFactor = Literal["model", "side_to_move", "phase", "tacticality", "value_gap"]
+"""A stratum the reversal falsifier crosses with the primary contrast (a cell row's column;
+``value_gap`` is cut at ``value_gap_edges``)."""
+
+
+class FalsifierTable(PresetModel):
+    """``[falsifiers]``: what seed 001's "Outcomes that can prove us wrong" analyses read
+    (``chess/studies/falsifiers.py``)."""
+
+    reversal_factors: list[ReversalFactor] = key(
+        "analysis", "Strata crossed with the primary contrast; a sign reversal between two "
+        "levels whose difference survives the adjustment is reported as the result.",
+        min_length=1)
+    interaction_multiplicity: Multiplicity = key(
+        "analysis", "Adjustment across every level-pair interaction test of an analysis "
+        "(seed 001: interactions use Benjamini-Hochberg).")
+    min_level_positions: int = key(
+        "analysis", "Fewest paired positions a stratum or level needs before it gets an "
+        "estimate (a bootstrap over a handful of positions is not a test).", ge=2)
+    value_gap_edges: list[Annotated[float, Field(gt=0.0, lt=1.0)]] | None = key(
+        "analysis", "Value-gap strata: pass A's rank-1 minus rank-2 WDL expectation, cut at "
+        "these increasing edges (needed by E020/E021's width falsifier and a value_gap "
+        "reversal factor).", default=None)
+
+    @model_validator(mode="after")
+    def _edges(self) -> FalsifierTable:
+        require_distinct(list(self.reversal_factors), "reversal_factors")
+        edges = self.value_gap_edges
+        if edges is not None and (not edges or any(b <= a for a, b in pairwise(edges))):
+            raise KeyRefusal("falsifiers.value_gap_edges",
+                             f"falsifiers.value_gap_edges must increase strictly, got {edges}")
+        if "value_gap" in self.reversal_factors and edges is None:
+            raise KeyRefusal("falsifiers.value_gap_edges", "a value_gap reversal factor needs "
+                             "falsifiers.value_gap_edges")
+        return self
+
+
+class OrderFalsifiers(FalsifierTable):
+    """E023's ``[falsifiers]``: adds the order-derangement threshold."""
+
+    rare_order_change: Probability = key(
+        "analysis", "The share of paired presentations whose selected move differs below "
+        "which order derangement 'rarely changes the selected move' (its upper bound below: "
+        "presentation instability is not a major explanation; its lower bound at or above: "
+        "it is one).")
+
+
 class ArmsPreset(PresetModel):
     """A counterbalanced-arms preset (``designs/e023.toml``)."""
 
@@ -367,6 +442,7 @@ class ArmsPreset(PresetModel):
     analysis: ArmsAnalysis
     shuffle_projection: ShuffleProjection
     selectors: SelectorsTable
+    falsifiers: OrderFalsifiers
     seed_figures: ArmsFigures = Field(default_factory=ArmsFigures)
 
     @model_validator(mode="after")
@@ -387,6 +463,10 @@ class ArmsPreset(PresetModel):
         for pair in (self.analysis.primary_contrast, *self.analysis.secondary_contrasts):
             if len(pair) != 2 or not set(pair) <= set(names) or pair[0] == pair[1]:
                 raise KeyRefusal("analysis", f"contrast {pair} must name two registered arms")
+        if self.analysis.primary_endpoints[0] != self.design.outcome:
+            raise KeyRefusal("analysis.primary_endpoints",
+                             f"analysis.primary_endpoints must start with design.outcome "
+                             f"{self.design.outcome!r}, got {self.analysis.primary_endpoints}")
         if max(self.shuffle_projection.widths) > PASS_A_DEPTH:
             raise KeyRefusal("shuffle_projection.widths",
                              "shuffle_projection.widths exceed pass A's ranks")

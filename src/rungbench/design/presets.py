@@ -146,6 +146,11 @@ class ArmsDesign:
     """Provider retries per cell, counted across resumes."""
     models: tuple[str, ...]
     """Registered model labels (empty: each run names its model)."""
+    wdl_regret_by_rank: tuple[float, ...]
+    """Registered WDL regret of pass A ranks 1-10 against rank 1 (a controlled input of the
+    endpoint-validity audit, :mod:`rungbench.design.endpoint_validity`)."""
+    primary_endpoints: tuple[str, ...]
+    """The primary endpoints, ``outcome`` first."""
 
     def arm(self, name: str) -> Arm:
         """Return the arm called ``name``."""
@@ -202,7 +207,8 @@ def arms_design(reg: RegisteredDesign | None = None) -> ArmsDesign:
         primacy_per_slot=sel.primacy_per_slot, seed_figures=_figures(p.seed_figures),
         alpha=a.alpha, multiplicity=a.secondary_multiplicity, cluster=a.cluster,
         catastrophic_regret=a.catastrophic_regret, max_retries=s.max_retries,
-        models=tuple(s.models or ()))
+        models=tuple(s.models or ()), wdl_regret_by_rank=tuple(sel.wdl_regret_by_rank),
+        primary_endpoints=tuple(a.primary_endpoints))
 
 
 def _figures(table: PresetModel) -> dict[str, float]:

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rungbench.design.orders import OrderArray
+from rungbench.design.orders import OrderArray, cyclic_counterbalance
+from rungbench.design.presets import ArmsDesign
 from rungbench.errors import InputError
 from rungbench.stats.paired import as_generator
 
@@ -74,6 +75,22 @@ class ArmChoice:
         return {"arm": self.arm, "selector": self.selector, "p_anchor": self.p_anchor,
                 "expected_regret": self.expected_regret,
                 "p_by_rank": {str(k): v for k, v in self.p_by_rank.items()}}
+
+
+def registered_selectors(d: ArmsDesign) -> list[Selector]:
+    """The registered synthetic selectors, plus a utility-blind pure-primacy selector."""
+    g = d.primacy_per_slot
+    return [Selector("sharp", d.sharp_temperature), Selector("diffuse", d.diffuse_temperature),
+            Selector("sharp+primacy", d.sharp_temperature, g),
+            Selector("diffuse+primacy", d.diffuse_temperature, g),
+            Selector("primacy_only", math.inf, g)]
+
+
+def arm_orders(d: ArmsDesign) -> dict[str, tuple[OrderArray, OrderArray]]:
+    """The registered cyclic counterbalanced orders of every arm (seeded per arm)."""
+    return {arm.name: cyclic_counterbalance(d.positions, d.width, rotation=d.rotation,
+                                            rng=np.random.default_rng([d.construction_seed, i]))
+            for i, arm in enumerate(d.arms)}
 
 
 def neg_log_rank(ranks: Sequence[int] | npt.NDArray[np.int64]) -> FloatArray:

@@ -34,6 +34,7 @@ text-decoration:none}
 .pass{color:#1a7f37;font-weight:600}.fail{color:#cf222e;font-weight:600}
 nav ol{columns:2}code{font-size:.9em;word-break:break-all}
 .note{color:#57606a;font-size:.92em}
+.warning{border-left:3px solid #bf8700;padding-left:.6em}
 svg{background:#fff;border:1px solid #d0d7de}
 """
 """The page's only stylesheet (inline)."""

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from rungbench.chess.studies.falsifiers import DESIGN_FALSIFIERS, FALSIFIERS
 from rungbench.chess.studies.wording import DOES_NOT_PROVE
 from rungbench.report import provenance
 from rungbench.report.html import absent, esc, interval, num, paragraph, ref, sub, table, verdict
@@ -190,7 +191,10 @@ def _claims(a: dict[str, Any], parent: str) -> str:
 
 
 def _profiles(inputs: Inputs) -> list[tuple[Source, dict[str, Any]]]:
-    return [(s, p) for s in inputs.analyses for p in s.document.get("stages", [])]
+    """E020/E021 stage profiles (E022's falsifier profiles are read by the falsifier
+    section)."""
+    return [(s, p) for s in inputs.analyses if s.document.get("design") == "E020_E021"
+            for p in s.document.get("stages", [])]
 
 
 def coverage(inputs: Inputs) -> str:
@@ -258,15 +262,22 @@ def e023(inputs: Inputs) -> str:
               for s in {id(s): s for s, _ in results}.values()]
     rows = []
     for source, r in results:
-        p = r["primary"]
-        rows.append([esc(r["model"]), esc(r["split"]), esc(p["contrast"]),
-                     num(p["mean"], "+.4f"), interval([p["low"], p["high"]], "+.4f"),
-                     num(p["p"], ".4f"), esc("rejected" if p["rejected"] else "not rejected"),
-                     sub(p["source"], source.digest)])
+        for name, p in r["primaries"].items():
+            rows.append([esc(r["model"]), esc(r["split"]), esc(f"{name}:{p['contrast']}"),
+                         num(p["mean"], "+.4f"), interval([p["low"], p["high"]], "+.4f"),
+                         num(p["p"], ".4f"),
+                         esc(f"primary: {'rejected' if p['rejected'] else 'not rejected'}"),
+                         sub(p["source"], source.digest)])
         for name, s in r["secondaries"].items():
             rows.append([esc(r["model"]), esc(r["split"]), esc(name), num(s["mean"], "+.4f"),
                          interval([s["low"], s["high"]], "+.4f"), num(s["adjusted_p"], ".4f"),
                          esc("secondary (BH q)"), sub(s["source"], source.digest)])
+    for source in {id(s): s for s, _ in results}.values():
+        validity = source.document.get("endpoint_validity") or {}
+        for w in validity.get("warnings", []):
+            parts.append(f'<p class="warning"><strong>{esc(w["code"])}</strong>: '
+                         f'{esc(w["message"])} ({ref(source.digest)}). Read the E023 '
+                         "primary contrasts below with this in mind.</p>")
     if rows:
         parts.append(table(["model", "split", "contrast", "estimate", "95% interval", "p / q",
                             "verdict", "source"], rows, numeric=(3, 5), table_id="e023"))
@@ -295,6 +306,45 @@ def _exposure(binding: Source) -> str:
     return ("<h3>Exposure balance of the bound orders</h3>" + table(
         ["arm", "ranks", "slots", "min rank×slot count", "max", "imbalance", "exposures",
          "source"], rows, numeric=(1, 2, 3, 4, 5, 6), table_id="e023-exposure"))
+
+
+# -------------------------------------------------------------------------- falsifiers
+
+
+def falsifiers(inputs: Inputs) -> str:
+    """One row per seed-001 falsifier verdict of every chess analysis; a falsifier no
+    analysis of this report computes is listed as not run, never left out."""
+    parts = [paragraph(
+        "Seed 001 names the outcomes that can prove its hypotheses wrong. Each is a named "
+        "analysis (chess/studies/falsifiers.py) with a verdict on the claim it puts at risk: "
+        "holds or fails when the interval at the registered level lies wholly on one side, "
+        "inconclusive when it straddles. No preset registers an equivalence margin, so a "
+        "'does not' is never read from a null. A reversal is reported as the result.")]
+    found = [(s, v) for s in inputs.analyses for v in s.document.get("falsifiers", [])]
+    if not found:
+        return absent("no E020/E021, E022 or E023 analysis: no falsifier was computed")
+    rows = []
+    for name, (seed_text, _) in FALSIFIERS.items():
+        mine = [(s, v) for s, v in found if v["falsifier"] == name]
+        if not mine:
+            designs = " / ".join(d for d, fs in DESIGN_FALSIFIERS.items() if name in fs)
+            rows.append([esc(name), esc(seed_text), "—", "—", "—", esc("not run"),
+                         esc(f"no {designs} analysis in this report"), "—"])
+        for source, v in mine:
+            figure = (interval([v["low"], v["high"]], "+.4f")
+                      if v["low"] is not None else "—")
+            rows.append([esc(name), esc(seed_text), esc(f"{v['model']} · {v['split']}"),
+                         num(v["estimate"], "+.4f"), figure, _verdict_mark(v["verdict"]),
+                         esc(v["wording"]), sub(v["source"], source.digest)])
+    parts.append(table(["falsifier", "seed 001", "model · split", "estimate", "interval",
+                        "verdict", "wording", "source"], rows, numeric=(3,),
+                       table_id="falsifiers"))
+    return "\n".join(parts)
+
+
+def _verdict_mark(word: str) -> str:
+    css = {"holds": "pass", "fails": "fail"}.get(word)
+    return f'<span class="{css}">{esc(word)}</span>' if css else esc(word)
 
 
 # -------------------------------------------------------------------------- label flow
@@ -447,6 +497,7 @@ SECTIONS: tuple[Section, ...] = (
     ("a105", "A105: board and legal-list effects, claim gates, wording", a105),
     ("coverage", "Coverage × selection (E020/E021)", coverage),
     ("e023", "E023: distractor contrasts and exposure balance", e023),
+    ("falsifiers", "Seed 001's falsifiers: verdicts", falsifiers),
     ("labels", "Label flow and exclusion reasons", label_flow),
     ("rungs", "Rung accuracy with cluster intervals", rungs),
     ("identification", "Identification table", identification),

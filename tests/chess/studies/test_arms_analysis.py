@@ -67,9 +67,10 @@ def test_e023_reports_the_planted_direction_with_bh_secondaries() -> None:
     header, rows = e023_table({"diffuse": 1.0}, design_digest=arms_design().digest, seed=2)
     table = build_table(header, list(enumerate(rows, start=2)))
     r = analyze_e023(table, "diffuse", "held_out", SETTINGS)
-    assert r.primary["rejected"] and r.primary["high"] < 0
+    regret = r.primaries["wdl_regret"]
+    assert regret["rejected"] and regret["high"] < 0
     assert r.secondaries["rank1_selection:near_strong-far_tail"]["high"] < 0
-    assert r.primary["contrast"] == "wdl_regret:near_strong-far_tail"
+    assert regret["contrast"] == "near_strong-far_tail" and regret["endpoint"] == "wdl_regret"
     assert all(s["adjusted_p"] >= s["p"] for s in r.secondaries.values())
     assert "order_disagreement:near_strong-far_tail" in r.secondaries
     assert 0 < r.arms["near_strong"]["order_disagreement"] <= 1

@@ -15,7 +15,7 @@ from rungbench.chess.studies.bindings import (
     list_bindings,
     load_binding,
 )
-from rungbench.chess.studies.manifest import load_manifest
+from rungbench.chess.studies.manifest import FrozenManifest, load_manifest
 from rungbench.design.orders import rank_slot_counts
 from rungbench.design.registry import load_design
 from rungbench.errors import IntegrityError, Refusal
@@ -97,3 +97,46 @@ def test_e022_falsifiers_show_the_control_list(root: Path) -> None:
         assert arms["successor_top5"][0] == control == arms["reply_top5"][0]  # type: ignore[index]
         assert "resulting position (FEN)" in arms["successor_top5"][1]  # type: ignore[index]
         assert "best reply" in arms["reply_top5"][1]  # type: ignore[index]
+
+
+def test_e023_binding_records_endpoint_validity_from_pass_a(root: Path) -> None:
+    """An E023 binding's endpoint_validity block recomputes the WDL regret profile from the
+    bound positions' pass A expectations (mean of E(rank 1) − E(rank r)) and carries the
+    warnings of design/endpoint_validity.py on the bound orders; `bind` returns the block."""
+    manifest = load_manifest(root / "manifest")
+    binding = freeze_binding(root, fx.e023_small(), manifest)
+    block = binding.document["endpoint_validity"]
+    keys = binding.document["positions"]
+    rows = [[c.expectation for c in manifest.lists[k].candidates] for k in keys]
+    expected = [sum(row[0] - row[r] for row in rows) / len(rows) for r in range(10)]
+    assert block["profile"]["source"] == "pass_a" and block["profile"]["positions"] == 12
+    assert block["profile"]["regret_by_rank"] == pytest.approx(expected, abs=1e-12)
+    assert {w["code"] for w in block["warnings"]} <= {
+        "primary_endpoint_inconsistent_with_mechanism", "primary_endpoint_blind_to_mechanism"}
+    assert all(w["selector"] == "diffuse" for w in block["warnings"])
+    summary = st.bind(root, fx.e023_small(), fx.small_stage())
+    assert summary["endpoint_validity"] == block
+    assert summary["endpoint_profile"] == "pass_a (12 positions)"
+    assert all(w["code"] in summary["endpoint_warnings"] for w in block["warnings"])
+
+
+def test_e023_binding_without_candidate_lists_states_the_registered_profile() -> None:
+    """A manifest of positions only (no pass A lists) binds with the registered profile,
+    stated as such, and the registered-profile warning on wdl_regret."""
+    manifest = FrozenManifest(Path("/nonexistent"), "sha256:" + "0" * 64, {"positions": [
+        {"key": f"{p}-{i}", "partition": p} for p in ("development", "held_out")
+        for i in range(100)]}, {})
+    block = binding_document(load_design("e023"), manifest)["endpoint_validity"]
+    assert block["profile"]["source"] == "registered" and block["profile"]["positions"] == 0
+    assert block["warnings"][0]["endpoint"] == "wdl_regret"
+    assert block["warnings"][0]["code"] == "primary_endpoint_inconsistent_with_mechanism"
+
+
+def test_e023_binding_refuses_a_manifest_missing_some_pass_a_lists(root: Path) -> None:
+    """A manifest holding the pass A list of one bound position but not the others is an
+    integrity error naming a position without one (never a silently mixed profile)."""
+    full = load_manifest(root / "manifest")
+    first = str(full.positions(("held_out",))[0]["key"])  # E023 binds held-out first
+    partial = FrozenManifest(full.path, full.digest, full.document, {first: full.lists[first]})
+    with pytest.raises(IntegrityError, match="no pass A candidate list"):
+        binding_document(fx.e023_small(), partial)

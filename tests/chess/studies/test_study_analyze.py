@@ -151,8 +151,10 @@ def test_e023_near_strong_lowers_rank1_choice_more_for_diffuse(built: ps.Planted
             for m in ("sharp", "diffuse")}
     assert drop["diffuse"] < drop["sharp"] < 0
     for r in by.values():
-        assert r["primary"]["contrast"] == "wdl_regret:near_strong-far_tail"
-        assert r["primary"]["n_positions"] == 24 and r["primary"]["source"].startswith("sha256:")
+        assert set(r["primaries"]) == {"wdl_regret", "catastrophic_rate"}
+        for p in r["primaries"].values():
+            assert p["contrast"] == "near_strong-far_tail"
+            assert p["n_positions"] == 24 and p["source"].startswith("sha256:")
 
 
 def test_markdown_links_every_estimate_to_its_rows(built: ps.PlantedStudy) -> None:

@@ -16,7 +16,9 @@ content-addressed, all-or-nothing stage behind ``rungbench chess evaluate``.
 Analysis (seeds 000–001, "An effect must survive attempts to explain it away"): ``cells``
 is the versioned per-cell table every analysis reads; ``analysis`` the A105 estimands,
 sensitivities and attrition bounds; ``arms_analysis`` the E020/E021 coverage × selection
-and E023 contrasts; ``gates`` the seven claim gates; ``wording`` the narrow claim sentence,
+and E023 contrasts; ``falsifiers`` seed 001's six falsifiers ("Outcomes that can prove us
+wrong"), each a named analysis with a verdict; ``strata`` the strata and cost columns of a
+cell; ``gates`` the seven claim gates; ``wording`` the narrow claim sentence,
 the null's MDE envelope or the blocking gate; ``analysis_report`` the document behind
 ``rungbench chess analyze``; ``planted_tables`` seeded planted agents that validate it.
 
@@ -33,6 +35,6 @@ of the ladder and falsifier presets and ``plan`` the analysis each preset regist
 
 __all__ = [
     "analysis", "analysis_report", "audits", "bindings", "budget", "cells", "evaluation",
-    "evaluator", "ladder", "manifest", "move_choice", "plan", "planted", "preset_copy",
-    "strata", "study", "study_presets", "successor_records", "wdl_model", "wording"
+    "evaluator", "falsifiers", "ladder", "manifest", "move_choice", "plan", "planted",
+    "preset_copy", "strata", "study", "study_presets", "successor_records", "wdl_model", "wording"
 ]

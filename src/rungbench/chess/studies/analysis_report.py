@@ -17,11 +17,13 @@ from typing import Any
 from rungbench.chess.studies.analysis import FACTOR_ESTIMANDS, Settings, analyze_a105
 from rungbench.chess.studies.arms_analysis import analyze_e023, falsifier_profile, stage_profile
 from rungbench.chess.studies.cells import CellTable
+from rungbench.chess.studies.falsifiers import design_verdicts
 from rungbench.chess.studies.gates import evaluate_gates
 from rungbench.chess.studies.ladder_audit import cells_statement
 from rungbench.chess.studies.plan import BUNDLED, plan_of
 from rungbench.chess.studies.wording import DOES_NOT_PROVE, word
-from rungbench.design.presets import FactorialDesign, factorial_design
+from rungbench.design.endpoint_validity import endpoint_validity as validity_of
+from rungbench.design.presets import FactorialDesign, arms_design, factorial_design
 from rungbench.design.registry import RegisteredDesign, load_design
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.evidence.canonical import canonical_bytes
@@ -79,12 +81,16 @@ def _check_design(table: CellTable, preset: RegisteredDesign | None) -> Register
 
 def analyze_table(table: CellTable, settings: Settings | None = None, *,
                   proxy: str | None = None, design: FactorialDesign | None = None,
-                  preset: RegisteredDesign | None = None) -> dict[str, Any]:
+                  preset: RegisteredDesign | None = None,
+                  endpoint_validity: dict[str, Any] | None = None) -> dict[str, Any]:
     """The whole analysis document of ``table`` (see the module docstring).
 
     ``preset`` is the preset the study bound (e.g. a reduced-size variant): the table's
     design digest must equal its digest instead of the registered preset's, and A105 reads
-    its gate rules and ``[analysis.material]`` from it.
+    its gate rules and ``[analysis.material]`` from it. ``endpoint_validity`` is an E023
+    binding's block (its regret profile recomputed from the bound positions, and its
+    warnings); without it E023's is the preset's synthetic audit on the registered profile.
+    Its warnings are stated beside the distractor falsifier's verdict.
     """
     settings = settings or Settings()
     role = check_evaluator(table, proxy)
@@ -108,14 +114,27 @@ def analyze_table(table: CellTable, settings: Settings | None = None, *,
     elif h.design_id == "E023":
         doc["e023"] = [analyze_e023(table, m, s, settings).to_json()
                        for m, s in _model_splits(table)]
+        validity = endpoint_validity or _registered_validity(bound)
+        doc["endpoint_validity"] = validity
+        doc["falsifiers"] = design_verdicts(
+            table.rows, settings, doc["e023"],
+            [str(w["message"]) for w in validity.get("warnings", [])])
     elif h.design_id == "E022":
         doc["stages"] = [falsifier_profile(table, m, s, settings).to_json()
                          for m, s in _model_splits(table)]
+        doc["falsifiers"] = design_verdicts(table.rows, settings, doc["stages"])
     else:
         doc["stages"] = [stage_profile(table, m, s, settings).to_json()
                          for m, s in _model_splits(table)]
         doc["cells_statement"] = cells_statement(bound)
+        doc["falsifiers"] = design_verdicts(table.rows, settings, doc["stages"])
     return doc
+
+
+def _registered_validity(preset: RegisteredDesign) -> dict[str, Any]:
+    """E023's endpoint validity on the preset's registered regret profile (outcome-blind)."""
+    v = validity_of(arms_design(preset))
+    return {"profile": v.profile.to_json(), "warnings": [w.to_json() for w in v.warnings]}
 
 
 def _model_splits(table: CellTable) -> list[tuple[str, str]]:
@@ -198,7 +217,31 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += _md_stage(stage, 1.0 - doc["plan"]["alpha"])
     for result in doc.get("e023", []):
         lines += _md_e023(result)
+    validity = doc.get("endpoint_validity")
+    if validity:
+        source = validity.get("profile", {}).get("source", "registered")
+        lines += [f"Endpoint validity ({source} regret profile, outcome-blind synthetic "
+                  "selectors): " + ("; ".join(f"**{w['code']}**: {w['message']}"
+                                              for w in validity["warnings"])
+                                    or "every primary endpoint moves the declared way."), ""]
+    lines += _md_falsifiers(doc.get("falsifiers", []))
     return "\n".join(lines) + "\n"
+
+
+def _md_falsifiers(verdicts: list[dict[str, Any]]) -> list[str]:
+    """One row per falsifier verdict (seed 001, "Outcomes that can prove us wrong")."""
+    if not verdicts:
+        return []
+    out = ["### Falsifiers (seed 001, \"Outcomes that can prove us wrong\")", "",
+           "| falsifier | model · split | estimate [interval] | verdict | in the seed's words "
+           "| source |", "|---|---|---|---|---|---|"]
+    for v in verdicts:
+        figure = "—" if v["estimate"] is None else (
+            f"{_f(v['estimate'])} [{_f(v['low'])}, {_f(v['high'])}]")
+        out.append(f"| {v['falsifier']} | {v['model']} · {v['split']} | {figure} | "
+                   f"{v['verdict']} | {v['wording'].replace('|', '/')} | "
+                   f"`{short(v['source'])}` |")
+    return [*out, ""]
 
 
 def _md_inputs(inputs: dict[str, Any] | None) -> list[str]:
@@ -302,12 +345,15 @@ def _md_stage(s: dict[str, Any], confidence: float) -> list[str]:
 
 
 def _md_e023(r: dict[str, Any]) -> list[str]:
-    p = r["primary"]
-    out = [f"### {r['model']} · {r['split']}", "",
-           f"Primary {p['contrast']}: {_f(p['mean'])} [{_f(p['low'])}, {_f(p['high'])}], "
-           f"p {p['p']:.4f} (two-sided alpha {p['alpha']}) — "
-           f"{'rejected' if p['rejected'] else 'not rejected'} `{short(p['source'])}`", ""]
+    out = [f"### {r['model']} · {r['split']}", ""]
+    for name, p in r["primaries"].items():
+        out.append(f"Primary {name}, {p['contrast']}: {_f(p['mean'])} [{_f(p['low'])}, "
+                   f"{_f(p['high'])}], p {p['p']:.4f} (two-sided alpha {p['alpha']}) — "
+                   f"{'rejected' if p['rejected'] else 'not rejected'} `{short(p['source'])}`")
+    out.append("")
     for k, s in r["secondaries"].items():
         out.append(f"- {k}: {_f(s['mean'])} [{_f(s['low'])}, {_f(s['high'])}], "
                    f"{s['method']} p {s['adjusted_p']:.4f} `{short(s['source'])}`")
+    for k, why in r.get("not_estimable", {}).items():
+        out.append(f"- {k}: not estimable ({why})")
     return [*out, ""]

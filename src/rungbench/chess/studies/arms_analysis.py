@@ -284,26 +284,47 @@ class E023Result:
     """Model snapshot."""
     split: str
     """Split."""
-    primary: dict[str, Any]
-    """The primary (near − far) WDL regret contrast: estimate, interval, p, rejected."""
+    primaries: dict[str, dict[str, Any]]
+    """Each registered primary endpoint's near − far contrast: estimate, interval, p at the
+    registered level (unadjusted), rejected."""
     secondaries: dict[str, dict[str, Any]]
-    """Secondary contrasts with their adjusted p-values."""
+    """Every other endpoint × contrast, with its adjusted p (``endpoint:near-far``)."""
     arms: dict[str, dict[str, Any]]
-    """Per arm: mean regret, catastrophic rate, rank-1 selection, order disagreement."""
+    """Per arm: the mean of each endpoint and the catastrophic rate with its interval."""
+    not_estimable: dict[str, str] = field(default_factory=dict)
+    """Secondary → why it has no estimate (e.g. no cell recorded a latency)."""
 
     def to_json(self) -> dict[str, Any]:
         """Return the result as a JSON-ready mapping."""
-        return {"model": self.model, "split": self.split, "primary": self.primary,
-                "secondaries": self.secondaries, "arms": self.arms}
+        return {"model": self.model, "split": self.split, "primaries": self.primaries,
+                "secondaries": self.secondaries, "arms": self.arms,
+                "not_estimable": self.not_estimable}
+
+
+E023_ENDPOINTS: dict[str, str] = {
+    "wdl_regret": "WDL regret (model failures at the registered maximum)",
+    "catastrophic_rate": "share of cells at or above the catastrophic threshold",
+    "rank1_selection": "share of cells choosing proposer rank 1",
+    "order_disagreement": "share of positions whose two presentations chose different moves",
+    "legality": "share of cells answered with a legal move",
+    "latency_s": "seconds of the deciding attempt",
+    "tokens_in": "prompt tokens of the deciding attempt",
+    "tokens_out": "completion tokens of the deciding attempt",
+    "cost_usd": "dollars of the deciding attempt"}
+"""E023's endpoints: the registered primaries and every secondary (seed 001: regret,
+catastrophic blunders, selected rank, order; legality, latency, tokens and cost)."""
 
 
 def _per_position(rows: Sequence[CellRow], arm: str,
-                  value: Callable[[CellRow], float]) -> dict[str, float]:
-    """Arm value per position: mean over both presentations; complete positions only."""
+                  value: Callable[[CellRow], float | None]) -> dict[str, float]:
+    """Arm value per position: mean over both presentations; complete positions only (a
+    cell without the value, e.g. no recorded latency, leaves its position out)."""
     by: dict[str, list[float]] = {}
     for r in rows:
         if r.condition == arm and not r.is_reliability:
-            by.setdefault(r.position, []).append(value(r))
+            v = value(r)
+            if v is not None:
+                by.setdefault(r.position, []).append(float(v))
     return {p: float(np.mean(v)) for p, v in by.items() if len(v) == 2}
 
 
@@ -316,39 +337,71 @@ def _disagreement(rows: Sequence[CellRow], arm: str) -> dict[str, float]:
             for p, v in by.items() if len(v) == 2}
 
 
-def analyze_e023(table: CellTable, model: str, split: str,
-                 settings: Settings) -> E023Result:
-    """E023 near − far contrasts as registered; positive = near is worse."""
-    settings = with_plan(settings, "E023")
-    plan = settings.registered
-    primary, *secondary = plan.contrasts
-    rows = [r for r in table.rows if r.model == model and r.split == split]
-    measures: dict[str, Callable[[str], dict[str, float]]] = {
+def e023_measures(rows: Sequence[CellRow], plan: Plan,
+                  ) -> dict[str, Callable[[str], dict[str, float]]]:
+    """Endpoint → (arm → value per complete position), for :data:`E023_ENDPOINTS`."""
+    def usage(name: str) -> Callable[[str], dict[str, float]]:
+        def value(r: CellRow) -> float | None:
+            v = getattr(r, name)
+            return None if v is None else float(v)
+        return lambda a: _per_position(rows, a, value)
+
+    return {
         "wdl_regret": lambda a: _per_position(rows, a, lambda r: float(r.regret or 0.0)),
         "catastrophic_rate": lambda a: _per_position(
             rows, a, lambda r: float(is_catastrophic(r, plan))),
         "rank1_selection": lambda a: _per_position(rows, a, lambda r: float(r.selected_rank
                                                                             == 1)),
-        "order_disagreement": lambda a: _disagreement(rows, a)}
+        "order_disagreement": lambda a: _disagreement(rows, a),
+        "legality": lambda a: _per_position(rows, a, lambda r: float(r.outcome == "legal")),
+        **{name: usage(name) for name in ("latency_s", "tokens_in", "tokens_out", "cost_usd")}}
+
+
+def analyze_e023(table: CellTable, model: str, split: str,
+                 settings: Settings) -> E023Result:
+    """E023 as registered: every primary endpoint's primary contrast near − far at the
+    registered level; every other endpoint × contrast a secondary under the registered
+    adjustment. Positive = near is higher (worse for every endpoint but rank-1 selection and
+    legality)."""
+    settings = with_plan(settings, "E023")
+    plan = settings.registered
+    primary, *secondary = plan.contrasts
+    rows = [r for r in table.rows if r.model == model and r.split == split]
+    measures = e023_measures(rows, plan)
     games = {r.position: r.source_game for r in rows}
-    tests = {f"{m}:{near}-{far}": _contrast(
-        measures[m](near), measures[m](far), settings, f"{model}|{split}|{m}|{near}|{far}",
-        [r for r in rows if r.condition in (near, far)], games)
-             for m in measures for near, far in (primary, *secondary)}
-    key = f"wdl_regret:{primary[0]}-{primary[1]}"
-    head = tests.pop(key)
-    head |= {"rejected": head["p"] <= settings.alpha, "alpha": settings.alpha}
-    q = adjust(plan.multiplicity, [t["p"] for t in tests.values()])
+    label = f"{primary[0]}-{primary[1]}"
+    primaries = {}
+    for m in plan.primary_endpoints:
+        test = _contrast(measures[m](primary[0]), measures[m](primary[1]), settings,
+                         f"{model}|{split}|{m}|{primary[0]}|{primary[1]}",
+                         [r for r in rows if r.condition in primary], games)
+        primaries[m] = {"contrast": label, "endpoint": m, **test,
+                        "rejected": test["p"] <= settings.alpha, "alpha": settings.alpha}
+    tests: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    for m in E023_ENDPOINTS:
+        for near, far in (primary, *secondary):
+            key = f"{m}:{near}-{far}"
+            if (near, far) == primary and m in plan.primary_endpoints:
+                continue
+            a, b = measures[m](near), measures[m](far)
+            if len(set(a) & set(b)) < 2:
+                skipped[key] = (f"{len(set(a) & set(b))} positions have the endpoint in both "
+                                "arms")
+                continue
+            tests[key] = _contrast(a, b, settings, f"{model}|{split}|{m}|{near}|{far}",
+                                   [r for r in rows if r.condition in (near, far)], games)
+    q = adjust(plan.multiplicity, [t["p"] for t in tests.values()]) if tests else []
     second = {k: {**t, "adjusted_p": qv, "method": plan.multiplicity,
                   "rejected": qv <= settings.alpha}
               for (k, t), qv in zip(tests.items(), q, strict=True)}
     arms = {arm: {**{m: (float(np.mean(list(v.values()))) if (v := measures[m](arm)) else None)
-                     for m in measures},
+                     for m in E023_ENDPOINTS},
                   "catastrophic": catastrophic_rate([r for r in rows if r.condition == arm],
                                                     plan),
                   "source": subset_digest([r for r in rows if r.condition == arm])}
             for arm in sorted({r.condition for r in rows})}
-    return E023Result(model, split, {"contrast": key, **head}, second, arms)
+    return E023Result(model, split, primaries, second, arms, skipped)
 
 
 def _contrast(near: dict[str, float], far: dict[str, float], settings: Settings, label: str,

@@ -9,7 +9,10 @@ the realized orders:
   cell's execution ordinal (:meth:`~rungbench.design.presets.FactorialDesign.schedule`);
 * **E023** binds held-out then development positions up to its registered count, with
   the two-period cyclic counterbalance of every arm
-  (:func:`~rungbench.design.orders.cyclic_counterbalance`, the preset's construction seed);
+  (:func:`~rungbench.design.orders.cyclic_counterbalance`, the preset's construction seed),
+  and its ``endpoint_validity`` block: the WDL regret profile recomputed from the bound
+  positions' pass A expectations (label-stage data, outcome-blind) and the warnings of
+  :func:`~rungbench.design.endpoint_validity.endpoint_validity` on those orders;
 * **E020/E021** (and the E022 falsifier arms) bind every registered partition, with the
   seeded presentation order of every (position, arm) candidate list.
 
@@ -31,7 +34,8 @@ from rungbench.agents.models_file import ModelsFile
 from rungbench.agents.spec import AgentSpec
 from rungbench.chess.studies.manifest import FrozenManifest
 from rungbench.chess.studies.study_presets import study_preset
-from rungbench.design.orders import cyclic_counterbalance
+from rungbench.design.endpoint_validity import endpoint_validity
+from rungbench.design.orders import OrderArray, cyclic_counterbalance
 from rungbench.design.presets import arms_design, factorial_design
 from rungbench.design.registry import RegisteredDesign, require
 from rungbench.errors import InputError, IntegrityError, Reason, Refusal
@@ -91,16 +95,38 @@ def e023_realized(reg: RegisteredDesign, manifest: FrozenManifest) -> dict[str, 
                       f"manifest holds {len(rows)} outside training", "positions",
                       registered=d.positions, manifest=len(rows))
     orders: dict[str, list[list[list[int]]]] = {}
+    slots: dict[str, tuple[OrderArray, OrderArray]] = {}
     for i, arm in enumerate(d.arms):
         a, b = cyclic_counterbalance(d.positions, d.width, rotation=d.rotation,
                                      rng=d.construction_seed + i)
+        slots[arm.name] = (a, b)
         orders[arm.name] = [[[arm.ranks[s] for s in a[p]], [arm.ranks[s] for s in b[p]]]
                             for p in range(d.positions)]
     models = require(reg.section("schedule"), "models", list, source=reg.source,
                      prefix="schedule") if "models" in reg.section("schedule") else []
-    return {"positions": [r["key"] for r in rows], "models": list(models),
+    keys = [str(r["key"]) for r in rows]
+    validity = endpoint_validity(d, pass_a_expectations(manifest, keys), orders=slots)
+    return {"positions": keys, "models": list(models),
             "arms": [a.name for a in d.arms], "presentations": ["A", "B"],
-            "ranks_by_slot": orders}
+            "ranks_by_slot": orders,
+            "endpoint_validity": {"profile": validity.profile.to_json(),
+                                  "warnings": [w.to_json() for w in validity.warnings]}}
+
+
+def pass_a_expectations(manifest: FrozenManifest, keys: list[str],
+                        ) -> dict[str, list[float]] | None:
+    """Pass A's WDL expectation of ranks 1-10 of each bound position (label-stage data,
+    known before any model call), or None when the manifest carries no candidate lists (an
+    in-memory manifest of positions only: the registered profile stands)."""
+    lists = {k: manifest.lists.get(k) for k in keys}
+    if all(lst is None for lst in lists.values()):
+        return None
+    missing = [k for k, lst in lists.items() if lst is None]
+    if missing:
+        raise IntegrityError(f"the manifest binds no pass A candidate list for position "
+                             f"{missing[0]!r} ({len(missing)} of {len(keys)} missing)")
+    return {k: [c.expectation for c in sorted(lst.candidates, key=lambda c: c.rank)]
+            for k, lst in lists.items() if lst is not None}
 
 
 def ladder_arms(reg: RegisteredDesign) -> list[dict[str, Any]]:

@@ -18,7 +18,12 @@ from rungbench.chess.studies.study_presets import (
     study_preset,
 )
 from rungbench.design.factorial import MaterialRules
-from rungbench.design.preset_models import ArmsPreset, FactorialPreset
+from rungbench.design.preset_models import (
+    ArmsPreset,
+    FactorialPreset,
+    FalsifierTable,
+    OrderFalsifiers,
+)
 from rungbench.design.registry import RegisteredDesign, load_design
 from rungbench.errors import InputError
 
@@ -66,6 +71,20 @@ class Plan:
     """A105: the registered panel orders (a complete position has every one)."""
     unaided_arms: tuple[str, ...] = ()
     """E020/E021: the arms of kind ``unaided`` (their best-move rate is reported)."""
+    width_contrasts: tuple[tuple[str, str], ...] = ()
+    """E020/E021: the registered (wider, narrower) pairs the width falsifier conditions."""
+    reversal_factors: tuple[str, ...] = ()
+    """Strata the reversal falsifier crosses with the primary contrast."""
+    interaction_multiplicity: str = "benjamini_hochberg"
+    """Adjustment across the reversal falsifier's level-pair interaction tests."""
+    min_level_positions: int = 10
+    """Fewest paired positions a falsifier stratum or level needs for an estimate."""
+    value_gap_edges: tuple[float, ...] = ()
+    """Value-gap stratum edges (pass A rank 1 minus rank 2 WDL expectation)."""
+    rare_order_change: float | None = None
+    """E023: the order-disagreement share below which order 'rarely' changes the move."""
+    primary_endpoints: tuple[str, ...] = ("wdl_regret",)
+    """The endpoints of the primary contrast, each tested at ``alpha`` unadjusted."""
 
     def to_json(self) -> dict[str, Any]:
         """Return the plan as recorded in an analysis document."""
@@ -78,7 +97,14 @@ class Plan:
                 "material": None if self.material is None else self.material.to_json(),
                 "primary_split": self.primary_split,
                 "primary_tests": list(self.primary_tests),
-                "panel_orders": list(self.panel_orders), "unaided_arms": list(self.unaided_arms)}
+                "panel_orders": list(self.panel_orders), "unaided_arms": list(self.unaided_arms),
+                "width_contrasts": [list(c) for c in self.width_contrasts],
+                "reversal_factors": list(self.reversal_factors),
+                "interaction_multiplicity": self.interaction_multiplicity,
+                "min_level_positions": self.min_level_positions,
+                "value_gap_edges": list(self.value_gap_edges),
+                "rare_order_change": self.rare_order_change,
+                "primary_endpoints": list(self.primary_endpoints)}
 
 
 def plan_of(reg: RegisteredDesign) -> Plan:
@@ -99,7 +125,8 @@ def plan_of(reg: RegisteredDesign) -> Plan:
         pairs = (e.primary_contrast, *e.secondary_contrasts)
         return Plan(p.design.id, e.alpha, e.interval, e.cluster,
                     e.secondary_multiplicity, e.catastrophic_regret, EVALUATOR_TIES,
-                    contrasts=tuple((c[0], c[1]) for c in pairs))
+                    contrasts=tuple((c[0], c[1]) for c in pairs),
+                    primary_endpoints=tuple(e.primary_endpoints), **_falsifiers(p.falsifiers))
     if isinstance(p, LadderPreset):
         la = p.analysis
         pairs = (la.primary_contrast, *la.width_contrasts, la.omission_contrast)
@@ -107,13 +134,25 @@ def plan_of(reg: RegisteredDesign) -> Plan:
                     la.multiplicity, la.catastrophic_regret, la.best_set,
                     contrasts=tuple((c[0], c[1]) for c in pairs),
                     selection_arms=tuple(la.selection_arms), coverage_arm=la.coverage_arm,
-                    unaided_arms=tuple(x.name for x in p.arms if x.kind == "unaided"))
+                    unaided_arms=tuple(x.name for x in p.arms if x.kind == "unaided"),
+                    width_contrasts=tuple((c[0], c[1]) for c in la.width_contrasts),
+                    **_falsifiers(p.falsifiers))
     assert isinstance(p, FalsifierPreset)
     f = p.analysis
     return Plan(p.design.id, f.alpha, f.interval, f.cluster, f.multiplicity,
                 f.catastrophic_regret, f.best_set,
                 contrasts=tuple((c[0], c[1]) for c in f.primary_contrasts),
-                control_arm=f.control_arm)
+                control_arm=f.control_arm, **_falsifiers(p.falsifiers))
+
+
+def _falsifiers(t: FalsifierTable) -> dict[str, Any]:
+    """The plan fields a ``[falsifiers]`` table registers."""
+    return {"reversal_factors": tuple(t.reversal_factors),
+            "interaction_multiplicity": t.interaction_multiplicity,
+            "min_level_positions": t.min_level_positions,
+            "value_gap_edges": tuple(t.value_gap_edges or ()),
+            "rare_order_change": t.rare_order_change if isinstance(t, OrderFalsifiers)
+            else None}
 
 
 def registered_plan(design_id: str) -> Plan:

@@ -19,6 +19,10 @@ about any model.
   probability C; from a list holding a best move it picks one with probability S, else
   a uniform other listed move; unaided it shortlists, then selects (P(best) = C × S).
   ``ideas_limited`` C 0.35 S 0.90, ``vision_limited`` C 0.90 S 0.35.
+* E022 (:class:`TwoStageAgent` with S by arm kind, read from the request's ``arm_kind``):
+  ``transition_limited`` S 0.35 from bare candidates, 0.90 with each candidate's resulting
+  position, 0.60 with the proposer's reply (successor states repair its choice);
+  ``comparison_limited`` S 0.35 whatever it is shown.
 * E023 (:class:`SoftmaxSelector`): P(slot s) ∝ exp((−log rank_s)/T − primacy × s);
   ``sharp`` T 0.25, ``diffuse`` T 1.0, ``primacy`` T 1.0 with 0.5 per slot.
 
@@ -54,6 +58,9 @@ TWO_STAGE = {"ideas_limited": (0.35, 0.90), "vision_limited": (0.90, 0.35)}
 """Registered E020/E021 planted (C, S)."""
 SELECTORS = {"sharp": (0.25, 0.0), "diffuse": (1.0, 0.0), "primacy": (1.0, 0.5)}
 """Registered E023 planted (temperature, primacy per slot)."""
+FALSIFIER_AGENTS = {"transition_limited": {"oracle": 0.35, "successor": 0.90, "reply": 0.60},
+                    "comparison_limited": {"oracle": 0.35, "successor": 0.35, "reply": 0.35}}
+"""Registered E022 planted S per arm kind."""
 
 
 def request_rng(seed: int, request: Request) -> np.random.Generator:
@@ -162,11 +169,15 @@ class TwoStageAgent:
     """S."""
     seed: int = 0
     """Base seed."""
+    kind_selection: dict[str, float] = field(default_factory=dict)
+    """S by the request's arm kind (E022), overriding ``selection``."""
+    family: str = "e020"
+    """Registered family of the name (``e020`` or ``e022``)."""
     name: str = field(init=False)
     """Agent name recorded in run manifests."""
 
     def __post_init__(self) -> None:
-        self.name = f"planted:e020:{self.mechanism}"
+        self.name = f"planted:{self.family}:{self.mechanism}"
 
     def shortlist(self, rng: np.random.Generator, request: Request, k: int) -> list[str]:
         """k legal moves holding a best move with probability C."""
@@ -178,12 +189,15 @@ class TwoStageAgent:
         moves = [*picked, best[0]] if covered else picked
         return [moves[i] for i in rng.permutation(len(moves))]
 
-    def select(self, rng: np.random.Generator, shown: list[str], best: list[str]) -> str:
-        """A best move with probability S when one is shown, else a uniform other one."""
+    def select(self, rng: np.random.Generator, shown: list[str], best: list[str],
+               kind: str | None = None) -> str:
+        """A best move with probability S (of the arm ``kind`` when given) when one is shown,
+        else a uniform other one."""
         if not shown:
             raise InputError("cannot select from an empty list", field="candidates")
         present = [m for m in shown if m in best]
-        if present and (len(present) == len(shown) or rng.random() < self.selection):
+        s = self.kind_selection.get(kind or "", self.selection)
+        if present and (len(present) == len(shown) or rng.random() < s):
             return present[int(rng.integers(len(present)))]
         return _other(rng, shown, best)
 
@@ -199,12 +213,15 @@ class TwoStageAgent:
         shown = LISTED_RE.findall(_user_text(request))
         if not shown:
             shown = self.shortlist(rng, request, 5)
-        return _submit(self.select(rng, shown, best))
+        kind = request.metadata.get("arm_kind")
+        return _submit(self.select(rng, shown, best, str(kind) if kind else None))
 
     def describe(self) -> dict[str, Any]:
         """The agent's stated mechanism."""
-        return {"kind": "planted", "name": self.name, "coverage": self.coverage,
-                "selection": self.selection, "seed": self.seed}
+        out = {"kind": "planted", "name": self.name, "coverage": self.coverage,
+               "selection": self.selection, "seed": self.seed}
+        return out | ({"selection_by_arm_kind": self.kind_selection}
+                      if self.kind_selection else {})
 
 
 @dataclass
@@ -254,7 +271,7 @@ class SoftmaxSelector:
 PlantedAgent = PanelAgent | TwoStageAgent | SoftmaxSelector
 """Any planted agent."""
 PLANTED_NAMES = (*(f"a105:{m}" for m in A105_MECHANISMS), *(f"e020:{m}" for m in TWO_STAGE),
-                 *(f"e023:{m}" for m in SELECTORS))
+                 *(f"e022:{m}" for m in FALSIFIER_AGENTS), *(f"e023:{m}" for m in SELECTORS))
 """Every registered planted agent name."""
 
 
@@ -265,6 +282,10 @@ def planted_agent(name: str, *, seed: int = 0) -> PlantedAgent:
         return PanelAgent(mech, seed=seed)
     if family == "e020" and mech in TWO_STAGE:
         return TwoStageAgent(mech, *TWO_STAGE[mech], seed=seed)
+    if family == "e022" and mech in FALSIFIER_AGENTS:
+        by_kind = FALSIFIER_AGENTS[mech]
+        return TwoStageAgent(mech, 1.0, by_kind["oracle"], seed=seed,
+                             kind_selection=dict(by_kind), family="e022")
     if family == "e023" and mech in SELECTORS:
         return SoftmaxSelector(mech, *SELECTORS[mech], seed=seed)
     raise InputError(f"unknown planted agent {name!r}; known: {', '.join(PLANTED_NAMES)}",

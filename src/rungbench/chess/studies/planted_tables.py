@@ -119,14 +119,46 @@ def _header(d: dict[str, str], design_id: str, design_digest: str,
         "prompt_audit": None if audit is None else audit.model_dump(mode="json")})
 
 
+PHASE_CYCLE = ("opening", "middlegame", "endgame")
+"""Planted phases (position i: ``i % 3``)."""
+CLASS_CYCLE = ("tactical", "ambiguous", "quiet")
+"""Planted tacticality classes (position i: ``(i // 6) % 3``)."""
+
+
+def planted_strata(seed: int, i: int) -> dict[str, Any]:
+    """The strata of planted position ``i``: colour alternates, phase and class cycle so that
+    every combination occurs every 18 positions, and the value gap is U(0, 0.4) from a stream
+    of its own (the outcome draws are unchanged by it)."""
+    gap = float(np.random.default_rng([seed, 17, i]).uniform(0.0, 0.4))
+    return {"side_to_move": "white" if i % 2 == 0 else "black",
+            "phase": PHASE_CYCLE[i % 3], "tacticality": CLASS_CYCLE[(i // 6) % 3],
+            "legal_moves": 20 + i % 17, "value_gap": round(gap, 9)}
+
+
 @dataclass(frozen=True)
 class PlantedStages:
-    """A two-stage E020/E021 agent: coverage C and conditional selection S."""
+    """A two-stage E020/E021 agent: coverage C and conditional selection S, with optional
+    planted width and colour mechanisms (seed 001's falsifiers)."""
 
     coverage: float
     """P(best move in its own shortlist)."""
     selection: float
     """P(best chosen | best available)."""
+    width_cost: float = 0.0
+    """Selection lost in an oracle list wider than two."""
+    cost_gap: float | None = None
+    """When set, the width cost applies only below this value gap (errors confined to
+    ambiguous positions)."""
+    colour_selection: Mapping[str, float] = field(default_factory=dict)
+    """Side to move → S in every oracle list (overrides ``selection``)."""
+
+    def selection_at(self, arm: str, strata: Mapping[str, Any]) -> float:
+        """S in oracle list ``arm`` at a position with ``strata``."""
+        s = self.colour_selection.get(str(strata["side_to_move"]), self.selection)
+        width = int(arm.removeprefix("oracle_top")) if arm.startswith("oracle_top") else 10
+        if width > 2 and (self.cost_gap is None or strata["value_gap"] < self.cost_gap):
+            s -= self.width_cost
+        return min(1.0, max(0.0, s))
 
 
 def e020_table(agents: Mapping[str, PlantedStages], *, positions: int = 400, games: int = 100,
@@ -149,12 +181,13 @@ def e020_table(agents: Mapping[str, PlantedStages], *, positions: int = 400, gam
         for model, a in agents.items():
             for arm in arms:
                 rows.append(_e020_row(d, design_digest, tool, rng, model, a, arm, pos,
-                                      f"g{i % games:03d}"))
+                                      f"g{i % games:03d}", planted_strata(seed, i)))
     return _header(d, "E020_E021", design_digest, rows, None, "ethereal", "stockfish"), rows
 
 
 def _e020_row(d: dict[str, str], design_digest: str, tool: str, rng: np.random.Generator,
-              model: str, a: PlantedStages, arm: str, pos: str, game: str) -> dict[str, Any]:
+              model: str, a: PlantedStages, arm: str, pos: str, game: str,
+              strata: Mapping[str, Any]) -> dict[str, Any]:
     cell = f"{model}|{pos}|{arm}"
     shown: bool | None
     chose: bool | None
@@ -164,7 +197,7 @@ def _e020_row(d: dict[str, str], design_digest: str, tool: str, rng: np.random.G
         shown, chose = None, bool(rng.random() < a.coverage * a.selection)
     else:
         shown = arm != "best_omitted"
-        chose = bool(shown and rng.random() < a.selection)
+        chose = bool(shown and rng.random() < a.selection_at(arm, strata))
     regret = None if chose is None else (0.0 if chose else float(rng.uniform(0.05, 0.5)))
     return {"cell": cell, "study_digest": d["study"], "design_digest": design_digest,
             "design_id": "E020_E021", "model": model, "split": "held_out", "condition": arm,
@@ -172,15 +205,19 @@ def _e020_row(d: dict[str, str], design_digest: str, tool: str, rng: np.random.G
             "regret": regret, "evaluator_family": "ethereal", "evaluator_proxy": False,
             "evaluation_digest": None if regret is None else digest({"eval": cell}),
             "tool_schema_digest": tool, "action_universe_digest": digest({"legal": pos}),
-            "best_in_candidates": shown, "chose_best": chose}
+            "best_in_candidates": shown, "chose_best": chose, **strata}
 
 
 def e023_table(temperatures: Mapping[str, float], *, positions: int = 120, seed: int = 0,
                design_digest: str, games: int | None = None,
+               primacy: Mapping[str, float] | None = None,
                ) -> tuple[CellTableHeader, list[dict[str, Any]]]:
     """A planted E023 table: softmax over u(rank) = −log(rank) at each model's temperature;
-    regret of rank r is 0.08·log(r) plus noise (a monotone stipulation). Each position is
-    its own source game unless ``games`` folds them into that many."""
+    regret of rank r is 0.12·log(r) plus noise (a monotone stipulation). Each position is
+    its own source game unless ``games`` folds them into that many. ``primacy`` (model →
+    probability) plants an order-sensitive selector: with that probability it takes the
+    move in the first slot, where presentation A's slots are a seeded permutation and B
+    rotates A by one (the registered cyclic counterbalance)."""
     from rungbench.chess.studies.cells import E023_ARMS
 
     ranks = {"near_strong": (1, 2, 3, 4, 5), "mid_band": (1, 4, 5, 6, 7),
@@ -191,13 +228,19 @@ def e023_table(temperatures: Mapping[str, float], *, positions: int = 120, seed:
     rows = []
     for i in range(positions):
         pos = f"p{i:04d}"
+        strata = planted_strata(seed, i)
         for model, temp in temperatures.items():
-            for arm in E023_ARMS:
+            for j, arm in enumerate(E023_ARMS):
                 logits = -np.log(np.array(ranks[arm], dtype=float)) / temp
                 prob = np.exp(logits - logits.max())
                 prob /= prob.sum()
-                for pres in ("A", "B"):
+                order = list(np.random.default_rng([seed, 3, i, j]).permutation(ranks[arm]))
+                for k, pres in enumerate(("A", "B")):
                     rank = int(rng.choice(ranks[arm], p=prob))
+                    first = int(order[k])  # B = A rotated by one: its first slot is A's second
+                    bias = (primacy or {}).get(model, 0.0)
+                    if bias and np.random.default_rng([seed, 5, i, j, k]).random() < bias:
+                        rank = first
                     regret = float(np.clip(0.12 * np.log(rank) + rng.normal(0, 0.02), 0, 1))
                     cell = f"{model}|{pos}|{arm}|{pres}"
                     rows.append({"cell": cell, "study_digest": d["study"],
@@ -212,7 +255,7 @@ def e023_table(temperatures: Mapping[str, float], *, positions: int = 120, seed:
                                  "tool_schema_digest": tool,
                                  "action_universe_digest": digest({"legal": pos}),
                                  "chose_best": rank == 1, "selected_rank": rank,
-                                 "selected_move": f"{pos}:rank{rank}"})
+                                 "selected_move": f"{pos}:rank{rank}", **strata})
     return _header(d, "E023", design_digest, rows, None, "ethereal", "stockfish"), rows
 
 
@@ -228,6 +271,7 @@ def e022_table(selection: Mapping[str, float], *, positions: int = 300, games: i
     rows = []
     for i in range(positions):
         pos = f"p{i:04d}"
+        strata = planted_strata(seed, i)
         for arm, s in selection.items():
             chose = bool(rng.random() < s)
             cell = f"{model}|{pos}|{arm}"
@@ -240,5 +284,5 @@ def e022_table(selection: Mapping[str, float], *, positions: int = 300, games: i
                          "evaluation_digest": digest({"eval": cell}),
                          "tool_schema_digest": tool,
                          "action_universe_digest": digest({"legal": pos}),
-                         "best_in_candidates": True, "chose_best": chose})
+                         "best_in_candidates": True, "chose_best": chose, **strata})
     return _header(d, "E022", design_digest, rows, None, "ethereal", "stockfish"), rows

@@ -115,15 +115,25 @@ def bind(study: Path, reg: RegisteredDesign | str | Path, stage: Path,
          models: ModelsFile | None = None) -> dict[str, Any]:
     """Bind preset ``reg`` (a bundled preset's name, a preset file of one's own, or a parsed
     preset) to the study's current manifest; with ``models``, the preset's model labels are
-    resolved through that models file and its specs pinned in the binding."""
+    resolved through that models file and its specs pinned in the binding. An E023 summary
+    carries the binding's ``endpoint_validity`` block (its regret profile and warnings) and
+    both in words (``endpoint_profile``, ``endpoint_warnings``)."""
     preset = reg if isinstance(reg, RegisteredDesign) else load_preset(reg)
     manifest = current_manifest(study, stage)
     binding = freeze_binding(study, preset, manifest, models)
     doc = binding.document
-    return {"binding": binding.digest, "design": doc["design"]["id"],
-            "preset": doc["design"]["name"], "preset_source": preset.source,
-            "manifest": manifest.digest, "positions": len(doc["positions"]),
-            "models": doc.get("models", []), "models_file": doc.get("models_file")}
+    summary = {"binding": binding.digest, "design": doc["design"]["id"],
+               "preset": doc["design"]["name"], "preset_source": preset.source,
+               "manifest": manifest.digest, "positions": len(doc["positions"]),
+               "models": doc.get("models", []), "models_file": doc.get("models_file")}
+    validity = doc.get("endpoint_validity")
+    if validity is not None:  # E023: flat rows for the CLI's summary table, then the block
+        summary["endpoint_profile"] = (f"{validity['profile']['source']} "
+                                       f"({validity['profile']['positions']} positions)")
+        summary["endpoint_warnings"] = " | ".join(
+            f"{w['code']}: {w['message']}" for w in validity["warnings"]) or "none"
+        summary["endpoint_validity"] = validity
+    return summary
 
 
 def _check_design(binding: Binding) -> None:
@@ -434,7 +444,8 @@ def _analyze_binding(study: Path, bound: Binding, manifest: FrozenManifest, stag
                      force: bool) -> dict[str, Any]:
     _check_design(bound)
     built = study_table(study, bound, manifest, stage_record)
-    doc = analyze_table(built.table, settings, proxy=proxy, preset=bound_preset(bound))
+    doc = analyze_table(built.table, settings, proxy=proxy, preset=bound_preset(bound),
+                        endpoint_validity=bound.document.get("endpoint_validity"))
     doc["inputs"] = {"binding": bound.digest, "manifest": manifest.digest,
                      "label_stage": stage_record, "runs": built.inputs()}
     if built.not_run:  # the design is not complete: say so, never pretend it is

@@ -20,6 +20,7 @@ from rungbench.design.preset_models import (
     ArmsPreset,
     ClusterUnit,
     FactorialPreset,
+    FalsifierTable,
     Interval,
     Multiplicity,
     Probability,
@@ -153,6 +154,14 @@ class LadderSchedule(PresetModel):
         return self
 
 
+class FalsifierSchedule(LadderSchedule):
+    """``[schedule]`` of a falsifier preset: names the manifest it binds."""
+
+    manifest_preset: str = key("audit", "The ladder preset whose [manifest] quotas give the "
+                               "positions this binds (the study's manifest is frozen by it); "
+                               "[cells] is checked against them.", min_length=1)
+
+
 class LadderAnalysis(PresetModel):
     """E020/E021's ``[analysis]``: the stage decomposition and the regret contrasts."""
 
@@ -230,6 +239,7 @@ class LadderPreset(PresetModel):
     arms: list[ChoiceArm] = Field(min_length=1)
     probes: list[ProbeTable] = Field(default_factory=list)
     analysis: LadderAnalysis
+    falsifiers: FalsifierTable
     cells: LadderCells
     seed_figures: LadderFigures = Field(default_factory=LadderFigures)
 
@@ -258,6 +268,9 @@ class LadderPreset(PresetModel):
             _pair(pair, arms)
         _check_cells(self.cells, len(self.manifest_positions()), len(self.schedule.models),
                      len(self.arms), len(self.probes))
+        if self.falsifiers.value_gap_edges is None:
+            raise KeyRefusal("falsifiers.value_gap_edges", "the width falsifier conditions on "
+                             "value gap: falsifiers.value_gap_edges is required")
         return self
 
     def manifest_positions(self) -> range:
@@ -271,9 +284,10 @@ class FalsifierPreset(PresetModel):
     """A falsifier-arms preset (``designs/e022.toml``), bound to the E020/E021 manifest."""
 
     design: FalsifierIdentity
-    schedule: LadderSchedule
+    schedule: FalsifierSchedule
     arms: list[ChoiceArm] = Field(min_length=2)
     analysis: FalsifierAnalysis
+    falsifiers: FalsifierTable
     cells: LadderCells
 
     @model_validator(mode="after")
@@ -348,9 +362,17 @@ def study_preset(reg: RegisteredDesign) -> StudyPreset:
 
 
 def _check_falsifier_cells(preset: FalsifierPreset, reg: RegisteredDesign) -> None:
-    """E022 binds positions of the E020/E021 manifest: its [cells] follow from those quotas."""
-    ladder = study_preset(load_design("e020_e021"))
-    assert isinstance(ladder, LadderPreset)
+    """E022 binds positions of a ladder preset's manifest (``[schedule] manifest_preset``): its
+    [cells] follow from those quotas."""
+    name = preset.schedule.manifest_preset
+    try:
+        ladder = study_preset(load_design(name))
+    except InputError as exc:
+        raise InputError(f"schedule.manifest_preset {name!r}: {exc}", path=reg.source,
+                         field="schedule.manifest_preset") from None
+    if not isinstance(ladder, LadderPreset):
+        raise InputError(f"schedule.manifest_preset {name!r} is not a ladder preset",
+                         path=reg.source, field="schedule.manifest_preset")
     m = ladder.manifest
     positions = sum(m.quota.get(p, 0) for p in preset.schedule.partitions) * len(m.classes) \
         * len(m.colours)
