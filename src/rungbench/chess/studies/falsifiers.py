@@ -517,8 +517,9 @@ def transition_search(profile: Mapping[str, Any], plan: Plan) -> list[Verdict]:
         side = _side(c["low"], c["high"]) if c["adjusted_p"] <= plan.alpha else 0
         span = _span(c["mean"], c["low"], c["high"])
         removed = detail.get("deficit_removed", {}).get("estimate")
-        share = "" if removed is None else f" (it removes {removed:.0%} of the control's " \
-            "selection deficit)"
+        share = "" if removed is None else (
+            f" (selection {detail['deficit_removed']['selection_gain']:+.3f}: "
+            f"{removed:+.0%} of the control's selection deficit)")
         if side > 0:
             verdict: Outcome = "fails"
             text = (f"{arm} lowers regret against {control} by {span}{share}: a transition/"
