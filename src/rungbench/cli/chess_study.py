@@ -1,13 +1,13 @@
-"""`rungbench chess study freeze|bind|authorize|run|evaluate|status|analyze`: the study pipeline.
+"""`rungbench chess study freeze|bind|authorize|run|evaluate|status|analyze|export`: the study
+pipeline.
 
 Each step is content-addressed, resumable and refuses on stale inputs
 (:mod:`rungbench.chess.studies.study`). A preset is a bundled name or a TOML file of one's
 own; ``bind --models FILE`` pins the agents its model labels name. ``run --model`` takes
 the agent options of every command (:mod:`rungbench.cli._agents`): a label from the models
 file, or a spec; a planted or reference agent is served on a loopback OpenAI-compatible
-server and sent to through the real ``openai`` client.
-``analyze`` joins a binding's runs and evaluations into its cell table and publishes the
-analysis (:func:`rungbench.chess.studies.study.analyze`).
+server and sent to through the real ``openai`` client. ``analyze`` publishes a binding's
+analysis (:func:`rungbench.chess.studies.study.analyze`); ``export``: :mod:`.chess_export`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from rungbench.cli._common import (
     run,
 )
 from rungbench.cli._executor import EXECUTOR_OPTION, RAY_ADDRESS_OPTION, executor_kind
+from rungbench.cli.chess_export import export_cmd
 
 STUDY_OPTION = typer.Option(..., "--study", help="Study directory.")
 STAGE_OPTION = typer.Option(..., "--stage", help="Published label stage directory.")
@@ -58,8 +59,8 @@ ROUTES_OPTION = typer.Option(..., "--route", help="Route covered (repeatable).")
 RUNS_OPTION = typer.Option(None, "--run", help="Run id under <study>/runs (repeatable; default: "
                           "every move-choice run not yet evaluated).")
 BINDINGS_OPTION = typer.Option([], "--binding", help="Binding covered (default: any).")
-PRESET_HELP = ("Preset: a bundled name (a105, e023, e020_e021, e022, demo_a105, demo_e023, "
-               "demo_e020_e021) or a TOML file of your own (rungbench design new).")
+PRESET_HELP = ("Preset: a bundled name (rungbench design list: a105, e020_e021, e022, e023, "
+               "demo_*) or a TOML file of your own (rungbench design new).")
 
 
 def register(app: typer.Typer) -> None:
@@ -72,6 +73,7 @@ def register(app: typer.Typer) -> None:
     study_app.command("evaluate")(evaluate_cmd)
     study_app.command("status")(status_cmd)
     study_app.command("analyze")(analyze_cmd)
+    study_app.command("export")(export_cmd)
     app.add_typer(study_app, name="study")
 
 
@@ -274,9 +276,8 @@ def status_cmd(study: Path = STUDY_OPTION, as_json: bool = JSON_OPTION) -> None:
 
 
 def analyze_cmd(study: Path = STUDY_OPTION, stage: Path = STAGE_OPTION,
-                binding: str | None = typer.Option(None, "--binding",
-                                                   help="Binding digest or prefix (default: "
-                                                   "every binding with runs)."),
+                binding: str | None = typer.Option(None, "--binding", help="Binding digest "
+                                                   "or prefix (default: every with runs)."),
                 proxy: str | None = typer.Option(None, "--proxy", callback=lambda v: v and
                                                  choice(("stockfish",))(v),
                                                  help="stockfish: the labelled internal proxy."),

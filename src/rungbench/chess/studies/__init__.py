@@ -20,7 +20,8 @@ and E023 contrasts; ``falsifiers`` seed 001's six falsifiers ("Outcomes that can
 wrong"), each a named analysis with a verdict; ``strata`` the strata and cost columns of a
 cell; ``gates`` the seven claim gates; ``wording`` the narrow claim sentence,
 the null's MDE envelope or the blocking gate; ``analysis_report`` the document behind
-``rungbench chess analyze``; ``planted_tables`` seeded planted agents that validate it.
+``rungbench chess analyze``; ``cell_export`` its cell table as CSV, Parquet or JSON
+Lines; ``planted_tables`` seeded planted agents that validate it.
 
 Study binding (seeds 000–002, "the final 600-position manifest"): ``manifest`` freezes the
 quota-stratified manifest from a verified label stage; ``bindings`` binds a registered
@@ -34,7 +35,8 @@ of the ladder and falsifier presets and ``plan`` the analysis each preset regist
 """
 
 __all__ = [
-    "analysis", "analysis_report", "audits", "bindings", "budget", "cells", "evaluation",
-    "evaluator", "falsifiers", "ladder", "manifest", "move_choice", "plan", "planted",
-    "preset_copy", "strata", "study", "study_presets", "successor_records", "wdl_model", "wording"
+    "analysis", "analysis_report", "audits", "bindings", "budget", "cell_export", "cells",
+    "evaluation", "evaluator", "falsifiers", "ladder", "manifest", "move_choice", "plan",
+    "planted", "preset_copy", "strata", "study", "study_presets", "successor_records",
+    "wdl_model", "wording"
 ]
