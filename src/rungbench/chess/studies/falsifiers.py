@@ -149,6 +149,12 @@ def _side(low: float | None, high: float | None, bound: float = 0.0) -> int:
     return 1 if low > bound else -1 if high < bound else 0
 
 
+def _by_side(side: int, above: tuple[Outcome, str], below: tuple[Outcome, str],
+             straddle: str) -> tuple[Outcome, str]:
+    """The verdict and its words when the interval lies above zero, below it, or across."""
+    return above if side > 0 else below if side < 0 else ("inconclusive", straddle)
+
+
 def _inconclusive(name: str, model: str, split: str, estimand: str, test: str,
                   why: str) -> Verdict:
     return Verdict(name, model, split, estimand, test, "inconclusive",
@@ -172,20 +178,15 @@ def proposal_availability(profile: Mapping[str, Any], plan: Plan) -> Verdict:
                              f"no position has scored cells in both {a} and {b}")
     side = _side(c["low"], c["high"]) if c["adjusted_p"] <= plan.alpha else 0
     span = _span(c["mean"], c["low"], c["high"])
-    if side > 0:
-        verdict: Outcome = "holds"
-        text = (f"{a} reduces paired regret versus {b} by {span}: the claim that proposal "
-                "availability repairs the system holds in this population.")
-    elif side < 0:
-        verdict, text = "fails", (
-            f"{a} does not reduce paired regret versus {b} (benefit {span}, wholly below "
-            "zero): the claim that proposal availability repairs the system fails in this "
-            "population.")
-    else:
-        verdict, text = "inconclusive", (
-            f"Benefit {span} (adjusted p {c['adjusted_p']:.4f}): whether {a} reduces paired "
-            f"regret versus {b} is not settled; with no registered equivalence margin, "
-            "'does not reduce' needs an interval wholly below zero.")
+    verdict, text = _by_side(
+        side, ("holds", f"{a} reduces paired regret versus {b} by {span}: the claim that "
+               "proposal availability repairs the system holds in this population."),
+        ("fails", f"{a} does not reduce paired regret versus {b} (benefit {span}, wholly "
+         "below zero): the claim that proposal availability repairs the system fails in "
+         "this population."),
+        f"Benefit {span} (adjusted p {c['adjusted_p']:.4f}): whether {a} reduces paired "
+        f"regret versus {b} is not settled; with no registered equivalence margin, 'does "
+        "not reduce' needs an interval wholly below zero.")
     return Verdict(name, model, split, estimand, test, verdict, text, c["mean"], c["low"],
                    c["high"], c["adjusted_p"], {"contrast": f"{a}-{b}", **c},
                    source=c["source"])
@@ -208,18 +209,14 @@ def distractor_strength(result: Mapping[str, Any], plan: Plan,
         return _inconclusive(name, model, split, estimand, test, "no WDL regret primary")
     side = _side(c["low"], c["high"]) if c["p"] <= plan.alpha else 0
     span = _span(c["mean"], c["low"], c["high"])
-    if side > 0:
-        verdict: Outcome = "holds"
-        text = (f"{near} worsens conditional regret relative to {far} by {span}: E023 "
-                "supports the declared distractor-strength mechanism.")
-    elif side < 0:
-        verdict, text = "fails", (
-            f"{near} does not worsen conditional regret relative to {far} ({span}, wholly "
-            "below zero): E023 does not support the declared distractor-strength mechanism.")
-    else:
-        verdict, text = "inconclusive", (
-            f"{near} − {far} regret {span} (p {c['p']:.4f}): E023 neither supports nor "
-            "rejects the declared distractor-strength mechanism.")
+    verdict, text = _by_side(
+        side, ("holds", f"{near} worsens conditional regret relative to {far} by {span}: "
+               "E023 supports the declared distractor-strength mechanism."),
+        ("fails", f"{near} does not worsen conditional regret relative to {far} ({span}, "
+         "wholly below zero): E023 does not support the declared distractor-strength "
+         "mechanism."),
+        f"{near} − {far} regret {span} (p {c['p']:.4f}): E023 neither supports nor rejects "
+        "the declared distractor-strength mechanism.")
     if warnings:
         text += " Warning: " + " ".join(warnings)
     return Verdict(name, model, split, estimand, test, verdict, text, c["mean"], c["low"],
@@ -520,19 +517,13 @@ def transition_search(profile: Mapping[str, Any], plan: Plan) -> list[Verdict]:
         share = "" if removed is None else (
             f" (selection {detail['deficit_removed']['selection_gain']:+.3f}: "
             f"{removed:+.0%} of the control's selection deficit)")
-        if side > 0:
-            verdict: Outcome = "fails"
-            text = (f"{arm} lowers regret against {control} by {span}{share}: a transition/"
-                    "search mechanism displaces pure comparison failure.")
-        elif side < 0:
-            verdict, text = "holds", (
-                f"{arm} does not remove the deficit (benefit {span}, wholly below zero): pure "
-                "comparison failure is not displaced.")
-        else:
-            verdict, text = "inconclusive", (
-                f"{arm} against {control}: benefit {span} (adjusted p "
-                f"{c['adjusted_p']:.4f}){share}; whether it removes the deficit is not "
-                "settled.")
+        verdict, text = _by_side(
+            side, ("fails", f"{arm} lowers regret against {control} by {span}{share}: a "
+                   "transition/search mechanism displaces pure comparison failure."),
+            ("holds", f"{arm} does not remove the deficit (benefit {span}, wholly below "
+             "zero): pure comparison failure is not displaced."),
+            f"{arm} against {control}: benefit {span} (adjusted p {c['adjusted_p']:.4f})"
+            f"{share}; whether it removes the deficit is not settled.")
         out.append(Verdict(name, model, split, estimand, test, verdict, text, c["mean"],
                            c["low"], c["high"], c["adjusted_p"], detail, source=c["source"]))
     return out
