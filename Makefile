@@ -1,6 +1,6 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Each sets up everything first: the pinned uv, a virtualenv holding exactly uv.lock (package,
-# test extras), Debian's chess engines.
+# test extras), Debian's chess engines, node and the pinned Stockfish 18 (npm, project-local).
 
 PYTHON    ?= python3
 VENV      := .venv
@@ -17,6 +17,13 @@ LATEST    := $(or $(TMPDIR),/tmp)/rungbench-latest
 # the different-family evaluators (Ethereal, Toga II) of seed 002.
 ENGINES   := /usr/games/stockfish /usr/games/ethereal-chess /usr/games/toga2
 PACKAGES  := stockfish ethereal-chess toga2
+# Seed 002's registered labeller, Stockfish 18 as WebAssembly under node: the npm package
+# `stockfish`, version and integrity hash pinned by $(SF18)/package-lock.json, installed into
+# the project-local $(SF18)/node_modules (never global, no install scripts) once (the stamp),
+# then its files checked against the committed $(SF18)/SHA256SUMS on every setup (~0.5 s).
+# Node and npm are Debian's (nodejs, npm) when missing. Nothing is downloaded at run time.
+SF18       := engines/stockfish18
+SF18_STAMP := $(SF18)/node_modules/.rungbench-installed
 # For `make test` only (not `make demo`): Debian's PostgreSQL server, which the ledger, claim-store
 # and graph-store suites start in a temporary directory; its initdb proves it installed.
 PG_PROOF    := $(or $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb)),/usr/lib/postgresql/15/bin/initdb)
@@ -27,14 +34,14 @@ CHROMIUM_PROOF    := /usr/bin/chromium
 CHROMIUM_PACKAGES := chromium
 PYTEST_ARGS ?= -n 2 --dist loadgroup
 
-.PHONY: setup venv lock engines postgres chromium demo test test-latest lint \
+.PHONY: setup venv lock engines node stockfish18 postgres chromium demo test test-latest lint \
 	bench clean
 
-setup: venv engines
+setup: venv engines stockfish18
 
 # One line, before anything is installed, when $(PYTHON) is older than the lock covers (read
 # when make starts, for the targets that install or run the package).
-INSTALLING := $(filter-out engines postgres chromium clean,$(or $(MAKECMDGOALS),setup))
+INSTALLING := $(filter-out engines node stockfish18 postgres chromium clean,$(or $(MAKECMDGOALS),setup))
 ifneq ($(INSTALLING),)
 ifneq ($(shell { $(PYTHON) -c 'import sys; print(sys.version_info >= (3, 11))'; } 2>/dev/null),True)
 $(error rungbench needs Python 3.11 or newer; $(PYTHON) is $(or $(shell { $(PYTHON) -V; } 2>/dev/null),not found))
@@ -77,6 +84,21 @@ engines:
 		exit 1; \
 	fi
 
+node:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory engines ENGINES="/usr/bin/node /usr/bin/npm" \
+			PACKAGES="nodejs npm"; \
+	fi
+
+$(SF18_STAMP): $(SF18)/package.json $(SF18)/package-lock.json $(SF18)/SHA256SUMS | node
+	npm ci --prefix $(SF18) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+stockfish18: $(SF18_STAMP)
+	@cd $(SF18) && sha256sum --quiet --strict -c SHA256SUMS >/dev/null 2>&1 || { \
+		echo "error: $(SF18)/node_modules differs from $(SF18)/SHA256SUMS; reinstall:" \
+			"rm -rf $(SF18)/node_modules && make setup" >&2; exit 1; }
+
 postgres:
 	@$(MAKE) --no-print-directory engines ENGINES="$(PG_PROOF)" PACKAGES="$(PG_PACKAGES)"
 
@@ -100,7 +122,7 @@ test: setup postgres chromium lint
 
 # The suite in a throwaway venv holding the newest releases pyproject.toml allows (no lock),
 # to find what a future `make lock` would break. The lock-equality tests are left out there.
-test-latest: $(UV) engines postgres chromium
+test-latest: $(UV) engines stockfish18 postgres chromium
 	rm -rf $(LATEST)
 	$(UV) venv --quiet --python $(PYTHON) $(LATEST)
 	$(UV) pip install --quiet --python $(LATEST)/bin/python --upgrade --no-sources -e '.[test]'
@@ -113,4 +135,5 @@ bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(UV_HOME) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info
+	rm -rf $(VENV) $(UV_HOME) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info \
+		$(SF18)/node_modules

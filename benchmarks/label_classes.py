@@ -8,8 +8,9 @@ SOURCES.md ("Measured on the puzzles with the seed-002 label rules") reports, fo
 * first 60 puzzles before the setup move: 15 tactical, 21 ambiguous, 3 quiet, 8 unclassified,
   13 under 10 legal moves; passes A and B agreed on every position.
 
-This script recomputes both rows with this package's engine contract and rules.
-Usage: .venv/bin/python benchmarks/label_classes.py [--nodes 50000]
+This script recomputes both rows with this package's engine contract and rules, on Debian's
+15.1 by default (the reference's engine); ``--build stockfish-18-wasm`` counts Stockfish 18's.
+Usage: .venv/bin/python benchmarks/label_classes.py [--nodes 50000] [--build stockfish-15-debian]
 """
 
 from __future__ import annotations
@@ -64,8 +65,10 @@ def main() -> None:
     """Recompute and print both rows next to the reference."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=50_000)
+    parser.add_argument("--build", default="stockfish-15-debian",
+                        help="Engine build (the reference was measured on stockfish-15-debian).")
     args = parser.parse_args()
-    config = EngineConfig(nodes=args.nodes)
+    config = EngineConfig(build=args.build, nodes=args.nodes)
     engine = start_uci(config)
     start = time.perf_counter()
     rows = {
@@ -75,8 +78,8 @@ def main() -> None:
     }
     engine.quit()
     columns = (*CLASSES, "under_10", "unstable")
-    print(f"seed 002 classes at {args.nodes} nodes ({time.perf_counter() - start:.1f} s); "
-          "measured / SOURCES.md reference")
+    print(f"seed 002 classes, {args.build}, at {args.nodes} nodes "
+          f"({time.perf_counter() - start:.1f} s); measured / SOURCES.md reference")
     print(f"  {'positions':<24}" + "".join(f"{c:>15}" for c in columns))
     for name, counts in rows.items():
         cells = "".join(f"{counts[c]:>8} / {REFERENCE[name][c]:<4}" for c in columns)

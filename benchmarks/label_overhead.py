@@ -1,4 +1,11 @@
-"""Label-stage runner overhead and worker speed-up (issue 5, seed 002).
+"""Label-stage throughput per engine build, runner overhead and worker speed-up (seed 002).
+
+For each registered build (``stockfish-18-wasm``: Stockfish 18 as WebAssembly under node,
+the registration; ``stockfish-15-debian``: Debian's native 15.1) on the same bundled pool:
+
+positions per second = pool positions ÷ wall time of ``run_label_stage`` (1 worker, two
+passes, clean cache); the WebAssembly build's time per position ÷ the native build's is
+printed beside the goal (≤ 1.3×, docs/CONTRACTS.md, "Chess label stage").
 
 overhead = wall time of ``run_label_stage`` labelling N positions (two passes, clean cache)
            ÷ the engine's own time for the same searches in a bare UCI session
@@ -20,6 +27,7 @@ workers), each from a clean cache. The bench signature is a property of the bina
 it is measured once beforehand and reused (as a repeat run would), not counted.
 
 Usage: .venv/bin/python benchmarks/label_overhead.py [--positions 100] [--nodes 50000]
+       [--repeats 2] [--builds stockfish-18-wasm,stockfish-15-debian]
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rungbench.chess.engine import EngineConfig, bench_signature, binary_digest
+from rungbench.chess.engine import EngineConfig, bench_signature, engine_sha256
+from rungbench.chess.engine_builds import BUILD_KEYS, REGISTERED_BUILD
 from rungbench.chess.labels.cohort import freeze_cohort
 from rungbench.chess.labels.config import LabelConfig
 from rungbench.chess.labels.idle import IdleGate
@@ -51,19 +60,25 @@ from rungbench.chess.workspace import Workspace
 from rungbench.evidence.canonical import loads_canonical
 
 TARGET = 1.05
-"""Issue 5's overhead target."""
+"""The runner's overhead target."""
+WASM_GOAL = 1.3
+"""Goal for the WebAssembly build's time per position relative to native 15.1."""
 
 
 class BareUci:
     """A raw UCI session over pipes: no python-chess, no runner."""
 
     def __init__(self, config: EngineConfig) -> None:
-        self.proc = subprocess.Popen([str(config.path)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(config.command(), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
         self.send("uci")
-        self.until("uciok")
-        # python-chess's analyse sends UCI_AnalyseMode, MultiPV and Ponder itself.
-        options = {"UCI_AnalyseMode": True, **config.uci_options(), "MultiPV": config.multipv,
+        handshake: list[str] = []
+        self.until("uciok", handshake)
+        declared = {line.split(" type ")[0].removeprefix("option name ").strip()
+                    for line in handshake if line.startswith("option name ")}
+        # python-chess's analyse sends UCI_AnalyseMode (where declared), MultiPV and Ponder.
+        analyse = {"UCI_AnalyseMode": True} if "UCI_AnalyseMode" in declared else {}
+        options = {**analyse, **config.uci_options(declared), "MultiPV": config.multipv,
                    "Ponder": False}
         for name, value in options.items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
@@ -187,28 +202,25 @@ def bare_session(ws: Workspace, engine: EngineConfig) -> tuple[float, float, int
     return clear_s, search_s, same
 
 
-def main() -> None:
-    """Measure and print the figures next to the target."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--positions", type=int, default=100)
-    parser.add_argument("--nodes", type=int, default=50_000)
-    parser.add_argument("--repeats", type=int, default=2, help="Alternate runs; keep the min.")
-    args = parser.parse_args()
-    engine = EngineConfig(nodes=args.nodes)
-    base = Path(tempfile.mkdtemp(prefix="rungbench-label-bench-"))
-    warm = Workspace(base / "warm")
-    bench_signature(engine.path, binary_digest(engine.path), warm)
-    shutil.copytree(warm.root / "cache" / "bench", base / "bench")
+def measure(build: str, args: argparse.Namespace, base: Path) -> dict[str, Any]:
+    """Run the runner (1 and 2 workers) and the bare session on ``build``; print the figures."""
+    engine = EngineConfig(build=build, nodes=args.nodes)
+    warm = Workspace(base / f"warm-{build}")
+    warm.root.mkdir(parents=True)
+    if engine.engine_build.has_bench:
+        bench_signature(engine.file, engine_sha256(engine), warm)
+    (warm.root / "cache" / "bench").mkdir(parents=True, exist_ok=True)
+    shutil.copytree(warm.root / "cache" / "bench", base / "bench", dirs_exist_ok=True)
     load_before = os.getloadavg()[0]
 
     walls1: list[float] = []
     walls2: list[float] = []
     bares: list[tuple[float, float, int]] = []
     for repeat in range(args.repeats):
-        wall1, ws1, run1 = timed_run(base, f"w1-{repeat}", args.positions,
+        wall1, ws1, run1 = timed_run(base, f"{build}-w1-{repeat}", args.positions,
                                      LabelConfig(engine=engine))
         bares.append(bare_session(ws1, engine))
-        wall2, _, run2 = timed_run(base, f"w2-{repeat}", args.positions,
+        wall2, _, run2 = timed_run(base, f"{build}-w2-{repeat}", args.positions,
                                    LabelConfig(engine=engine, workers=2))
         assert run1["manifest"] == run2["manifest"], "worker count changed the manifest"
         walls1.append(wall1)
@@ -218,11 +230,16 @@ def main() -> None:
     clear_s, search_s = min(b[0] for b in bares), min(b[1] for b in bares)
     engine_s = min(b[0] + b[1] for b in bares)
     same = min(b[2] for b in bares)
-    searches = 2 * len(pool.positions)
-    print(f"label overhead benchmark: {len(pool.positions)} positions × 2 passes = {searches} "
+    positions = len(pool.positions)
+    searches = 2 * positions
+    name = run1["flow_report"]["engine"]["name"]
+    print(f"== {build} ({name}): {positions} positions × 2 passes = {searches} "
           f"searches, {args.nodes} nodes, MultiPV 10, Threads 1, Hash 256 MB, "
           f"{os.cpu_count()} CPUs shared with other work, load average {load_before:.2f} → "
           f"{os.getloadavg()[0]:.2f}; min of {args.repeats} alternating runs")
+    print(f"  throughput, 1 worker: {positions / wall1:.3f} positions/s "
+          f"({wall1 / positions * 1000:.0f} ms per position, two passes); 2 workers: "
+          f"{positions / wall2:.3f} positions/s")
     print(f"  bare UCI session: clear hash {clear_s:.2f} s + search (go→bestmove) {search_s:.2f} s"
           f" = {engine_s:.2f} s; identical to the runner's records in {same}/{searches} "
           "searches (nodes, PV, WDL, score of all ten lines)")
@@ -239,6 +256,29 @@ def main() -> None:
     print(f"  runner, 2 workers: wall {wall2:.2f} s; speed-up 2 vs 1 = {wall1 / wall2:.2f}× "
           f"(ideal 2.00× on an otherwise idle 2-CPU host); all runs "
           f"{[round(w, 2) for w in walls2]}")
+    return {"positions": positions, "wall1": wall1, "search_s": search_s}
+
+
+def main() -> None:
+    """Measure every requested build and print the figures next to the targets."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--positions", type=int, default=100)
+    parser.add_argument("--nodes", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=2, help="Alternate runs; keep the min.")
+    parser.add_argument("--builds", default=",".join(BUILD_KEYS),
+                        help="Comma-separated engine builds to measure.")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="rungbench-label-bench-"))
+    (base / "bench").mkdir()
+    figures = {build: measure(build, args, base) for build in args.builds.split(",")}
+    others = [b for b in figures if b != REGISTERED_BUILD]
+    if REGISTERED_BUILD in figures and others:
+        wasm, native = figures[REGISTERED_BUILD], figures[others[0]]
+        ratio = (wasm["wall1"] / wasm["positions"]) / (native["wall1"] / native["positions"])
+        engine_ratio = wasm["search_s"] / native["search_s"]
+        print(f"== {REGISTERED_BUILD} ÷ {others[0]} per position: runner wall {ratio:.2f}×, "
+              f"bare search time {engine_ratio:.2f}×   goal ≤ {WASM_GOAL}×   "
+              f"{'MET' if ratio <= WASM_GOAL else 'NOT MET'}")
     shutil.rmtree(base, ignore_errors=True)
 
 

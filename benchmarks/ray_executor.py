@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rungbench.chess.engine import EngineConfig, bench_signature, binary_digest
+from rungbench.chess.engine import EngineConfig, bench_signature, engine_sha256
 from rungbench.chess.labels.cohort import freeze_cohort
 from rungbench.chess.labels.config import LabelConfig
 from rungbench.chess.labels.idle import IdleGate
@@ -90,10 +90,13 @@ def timed(action: Callable[[], dict[str, Any]]) -> tuple[float, float, dict[str,
 
 def label_rows(tmp: Path, args: argparse.Namespace) -> tuple[list[Row], Path]:
     """Label the pool under each configuration; return (name, positions, seconds) rows."""
-    warm = Workspace(tmp / "warm")  # the bench signature, measured once
-    path = EngineConfig().path
-    bench_signature(path, binary_digest(path), warm)
-    bench = warm.root / "cache" / "bench"
+    warm = Workspace(tmp / "warm")  # the bench signature of a native build, measured once
+    engine = EngineConfig()
+    if engine.engine_build.has_bench:
+        bench_signature(engine.file, engine_sha256(engine), warm)
+    bench: Path | None = warm.root / "cache" / "bench"
+    if bench is not None and not bench.is_dir():
+        bench = None
     rows, published = [], []
     for name, workers, on_ray in CONFIGS:
         ws = workspace(tmp / f"label-{len(rows)}", args.puzzles, args.games, bench)

@@ -1,4 +1,5 @@
-"""The engine contract against the real Debian Stockfish: identity, options, repeatability."""
+"""The engine contract against the real Debian Stockfish (the ``stockfish-15-debian`` build):
+identity, options, repeatability. tests/chess/test_engine_builds.py holds Stockfish 18's."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from rungbench.chess.engine import (
 from rungbench.chess.workspace import Workspace, read_json
 
 ITALIAN = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
-CONFIG = EngineConfig(nodes=3_000)
+DEBIAN = "stockfish-15-debian"
+CONFIG = EngineConfig(build=DEBIAN, nodes=3_000)
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,9 @@ def test_identity_records_binary_name_bench_and_options(
     assert ident.sha256 == "sha256:" + hashlib.sha256(DEFAULT_ENGINE.read_bytes()).hexdigest()
     assert ident.name == "Stockfish 15.1"
     assert ident.bench_nodes == 3_467_381
+    assert ident.build["key"] == DEBIAN and ident.build["package"] == "debian:stockfish"
+    assert ident.build["files"] == {"stockfish": ident.sha256}
+    assert ident.build["network"] == ["nn-ad9b42354671.nnue"]
     opts = ident.options
     assert (opts["Threads"]["value"], opts["Hash"]["value"]) == (1, 256)
     assert opts["UCI_ShowWDL"]["value"] is True and opts["MultiPV"]["value"] == 10
@@ -87,7 +92,7 @@ def test_line_without_wdl_is_refused() -> None:
 def test_missing_binary_is_an_engine_error(tmp_path: Path) -> None:
     """Starting a binary that does not exist raises EngineError naming it."""
     with pytest.raises(EngineError, match="cannot start"):
-        start_uci(EngineConfig(path=tmp_path / "nope"))
+        start_uci(EngineConfig(build=DEBIAN, path=tmp_path / "nope"))
 
 
 def test_wdl_is_the_engines_report_from_the_root_players_view() -> None:
@@ -107,12 +112,14 @@ def test_wdl_is_the_engines_report_from_the_root_players_view() -> None:
 
 
 def test_default_contract_is_the_registered_one() -> None:
-    """50,000 nodes, one thread, 256 MB hash, MultiPV 10 and WDL reporting by default."""
+    """50,000 nodes, one thread, 256 MB hash, MultiPV 10 and WDL reporting by default;
+    UCI_AnalyseMode is sent only to an engine declaring it (Stockfish 18 does not)."""
     config = EngineConfig()
     assert (config.nodes, config.threads, config.hash_mb, config.multipv) == (50_000, 1, 256, 10)
     assert config.uci_options() == {"Threads": 1, "Hash": 256, "UCI_ShowWDL": True,
                                     "UCI_AnalyseMode": True}
     assert config.to_json()["nodes"] == 50_000
+    assert "UCI_AnalyseMode" not in config.uci_options({"Threads", "Hash", "UCI_ShowWDL"})
 
 
 def test_bench_record_is_rechecked_not_trusted(tmp_path: Path,
@@ -164,7 +171,8 @@ import chess
 from rungbench.chess import engine as m
 m.SEARCH_TIMEOUT_S = 1.0
 m.COMMAND_TIMEOUT_S = 2.0
-config = m.EngineConfig(path=Path(sys.argv[1]), nodes=1000, hash_mb=16)
+config = m.EngineConfig(build="stockfish-15-debian", path=Path(sys.argv[1]), nodes=1000,
+                        hash_mb=16)
 engine = m.start_uci(config)
 try:
     m.search(engine, chess.Board(), config)
@@ -198,7 +206,7 @@ def test_hash_above_the_engines_maximum_is_refused_before_configure(
     monkeypatch.setattr(chess.engine.SimpleEngine, "configure",
                         lambda self, options: sent.append(options))
     with pytest.raises(EngineError, match="--hash-mb") as caught:
-        start_uci(EngineConfig(hash_mb=33_554_433))
+        start_uci(EngineConfig(build=DEBIAN, hash_mb=33_554_433))
     assert "33554432" in str(caught.value) and sent == []
 
 
@@ -207,4 +215,4 @@ def test_hash_above_physical_memory_is_refused(monkeypatch: pytest.MonkeyPatch) 
     --hash-mb, before the engine allocates it."""
     monkeypatch.setattr(engine_module, "physical_memory_mb", lambda: 1024)
     with pytest.raises(EngineError, match="--hash-mb"):
-        start_uci(EngineConfig(hash_mb=2048))
+        start_uci(EngineConfig(build=DEBIAN, hash_mb=2048))

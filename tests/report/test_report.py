@@ -122,3 +122,34 @@ def test_a_sealed_run_gets_its_report_beside_it(tmp_path: Path) -> None:
     assert summary["report"] == str(tmp_path / "run.report" / "index.html")
     assert summary["sections"]["rungs"] == summary["sections"]["identification"] == "present"
     open_run(tmp_path / "run")
+
+
+def _flow_section(engine: dict[str, object] | None, tmp_path: Path) -> str:
+    from rungbench.report.inputs import Inputs, Source
+    from rungbench.report.sections import label_flow
+
+    flow: dict[str, object] = {"planned_positions": 4, "planned_passes": 8, "labelled": 3,
+                               "excluded": 1, "labels": {"tactical": 3},
+                               "exclusions": {"class_changed": 1}}
+    if engine is not None:
+        flow["engine"] = engine
+    source = Source("label_flow", "sha256:" + "a" * 64, "flow_report.json", "test", flow)
+    return label_flow(Inputs(root=tmp_path, flow=source))
+
+
+def test_label_section_names_the_engine_and_flags_an_unregistered_one(tmp_path: Path) -> None:
+    """The label section names the stage's engine; when it is not seed 002's registered
+    Stockfish 18 it says so above and beside every label table."""
+    engine = {"name": "Stockfish 18 WASM", "build": "stockfish-18-wasm",
+              "package": "npm:stockfish", "version": "18.0.8",
+              "network": ["nn-c288c895ea92.nnue"], "sha256": "sha256:" + "b" * 64,
+              "registered_build": "stockfish-18-wasm", "is_registered": True}
+    registered = _flow_section(engine, tmp_path)
+    assert "Labelled by Stockfish 18 WASM" in registered and "registered engine" in registered
+    assert "<caption>" not in registered and "not</strong>" not in registered
+    other = _flow_section({**engine, "name": "Stockfish 15.1", "build": "stockfish-15-debian",
+                           "is_registered": False}, tmp_path)
+    assert "<strong>not</strong> seed 002" in other
+    assert other.count("<caption>Not the registered engine: labelled by Stockfish 15.1") == 3
+    unknown = _flow_section(None, tmp_path)
+    assert "does not name its engine" in unknown and unknown.count("<caption>") == 3

@@ -2,6 +2,7 @@
 
 The top level holds what every system shares: normalized positions (``position``), UCI
 engine identity and search (``engine``, used by the labeller and the evaluator), the
+registered label-engine builds and their pinned files (``engine_builds``), the
 study workspace (``workspace``) and the reference move-choice agents
 (``reference_agents``). The sub-packages are ``transcripts`` (seed 000, A104 census),
 ``labels`` (seed 002, the label stage) and ``studies`` (seeds 000–001, A105, E020/E021,
@@ -10,6 +11,6 @@ E023 and the evaluator). ``chess`` may import every lower layer (``evidence``, `
 """
 
 __all__ = [
-    "engine", "labels", "position", "reference_agents", "studies", "tasks", "transcripts",
-    "workspace"
+    "engine", "engine_builds", "labels", "position", "reference_agents", "studies", "tasks",
+    "transcripts", "workspace"
 ]

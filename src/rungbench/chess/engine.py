@@ -1,11 +1,16 @@
 """The labelling engine through python-chess UCI (seed 002, "Two passes, one narrow question").
 
-Identity = the binary's sha256 + its ``id name`` + its ``bench`` node signature +
-every UCI option with the value in force. The search contract is Threads=1,
-Hash=256 MB, ``UCI_ShowWDL``, MultiPV 10 through ``analyse(..., multipv=10)`` (MultiPV
-cannot be set through ``configure``), a node limit (50,000 by default), and a
-``Clear Hash`` before every uncached position. WDL is the engine's own report; it is
-never converted from centipawns.
+The engine is one of the registered builds of :mod:`rungbench.chess.engine_builds`
+(``EngineConfig.build``): Stockfish 18 as WebAssembly under ``node`` (the registration,
+the default where installed) or Debian's Stockfish 15.1. Identity = the build (key,
+package, version, the sha256 of every file, the NNUE networks it declares) + the sha256
+of its files + its ``id name`` + its ``bench`` node signature (native builds; the
+WebAssembly build has no ``bench``) + every UCI option with the value in force + the
+options this package sends. The search contract is Threads=1, Hash=256 MB,
+``UCI_ShowWDL``, MultiPV 10 through ``analyse(..., multipv=10)`` (MultiPV cannot be set
+through ``configure``), a node limit (50,000 by default), and a ``Clear Hash`` before
+every uncached position. WDL is the engine's own report; it is never converted from
+centipawns.
 
 Every engine process this package starts goes through :func:`start_uci` or
 :func:`run_bench`, so a test can prove that a refusal came before any of them.
@@ -25,19 +30,35 @@ import asyncio
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import chess.engine
 
 import chess
+from rungbench.chess.engine_builds import (
+    BUILD_KEYS,
+    DEBIAN_STOCKFISH,
+    EngineBuild,
+    EngineError,
+    build_of,
+    command,
+    default_build,
+    default_path,
+    file_digests,
+    files_digest,
+    installed_version,
+    networks,
+)
 from rungbench.chess.workspace import Workspace, read_json, write_canonical
 from rungbench.errors import InputError, RungbenchError
 from rungbench.evidence.canonical import digest, file_digest
 
-DEFAULT_ENGINE = Path("/usr/games/stockfish")
-"""Debian's Stockfish, seed 002's labelling engine (the README names its apt package)."""
+DEFAULT_ENGINE = DEBIAN_STOCKFISH
+"""Debian's Stockfish 15.1 binary (the ``stockfish-15-debian`` build; the README names its
+apt package)."""
 
 DEFAULT_NODES = 50_000
 """Seed 002's fixed node budget per search."""
@@ -60,16 +81,15 @@ OPTION_FLAGS = {"Hash": "--hash-mb", "Threads": "threads"}
 _BENCH_RE = re.compile(r"Nodes searched\s*:\s*(\d+)")
 
 
-class EngineError(RungbenchError):
-    """Raised when the engine cannot be started or answers outside the UCI contract."""
-
-
 @dataclass(frozen=True)
 class EngineConfig:
-    """The registered search contract."""
+    """The registered search contract and the engine build that runs it."""
 
-    path: Path = DEFAULT_ENGINE
-    """Engine binary."""
+    build: str = field(default_factory=default_build)
+    """Registered engine build (:data:`rungbench.chess.engine_builds.BUILDS`): seed 002's
+    ``stockfish-18-wasm`` where installed, else ``stockfish-15-debian``."""
+    path: Path | None = None
+    """Engine file; None: the build's installed file (see :attr:`file`)."""
     nodes: int = DEFAULT_NODES
     """Node limit of every search."""
     threads: int = 1
@@ -80,6 +100,9 @@ class EngineConfig:
     """Lines per search, passed to ``analyse``."""
 
     def __post_init__(self) -> None:
+        if self.build not in BUILD_KEYS:
+            raise InputError(f"engine build must be one of {', '.join(BUILD_KEYS)}, got "
+                             f"{self.build!r}", field="build")
         for name, value, top in (("nodes", self.nodes, MAX_NODES),
                                  ("hash_mb", self.hash_mb, MAX_HASH_MB),
                                  ("threads", self.threads, 1024), ("multipv", self.multipv, 500)):
@@ -87,44 +110,80 @@ class EngineConfig:
                 raise InputError(f"{name} must be an integer in 1..{top}, got {value!r}",
                                  field=name)
 
-    def uci_options(self) -> dict[str, int | bool]:
+    @property
+    def engine_build(self) -> EngineBuild:
+        """The registered build."""
+        return build_of(self.build)
+
+    @property
+    def file(self) -> Path:
+        """The engine file: ``path``, or the build's installed file."""
+        return self.path if self.path is not None else default_path(self.engine_build)
+
+    def command(self) -> list[str]:
+        """The command line starting the engine (``node <file>`` for the WebAssembly build)."""
+        return command(self.engine_build, self.file)
+
+    def uci_options(self, declared: Collection[str] | None = None) -> dict[str, int | bool]:
         """Return the options set through ``configure``.
 
-        ``UCI_AnalyseMode`` is set explicitly: python-chess's ``analyse`` would otherwise
-        switch it on behind the identity's back (Stockfish's default is false), and the
-        identity must record the value actually in force.
+        ``UCI_AnalyseMode`` is set explicitly when the engine declares it (``declared``
+        None: assume it does; Stockfish 15.1 does, Stockfish 18 no longer has it):
+        python-chess's ``analyse`` would otherwise switch it on behind the identity's back
+        (Stockfish's default is false), and the identity must record the value in force.
         """
-        return {"Threads": self.threads, "Hash": self.hash_mb, "UCI_ShowWDL": True,
-                "UCI_AnalyseMode": True}
+        options: dict[str, int | bool] = {"Threads": self.threads, "Hash": self.hash_mb,
+                                          "UCI_ShowWDL": True}
+        if declared is None or "UCI_AnalyseMode" in declared:
+            options["UCI_AnalyseMode"] = True
+        return options
 
     def to_json(self) -> dict[str, Any]:
-        """Return the contract as recorded in every cache key."""
-        return {"path": str(self.path), "nodes": self.nodes, "threads": self.threads,
-                "hash_mb": self.hash_mb, "multipv": self.multipv}
+        """Return the contract as recorded in the stage (the cache key drops ``path`` and
+        ``build``: the engine identity it holds names the build and its files' digests)."""
+        return {"build": self.build, "path": str(self.file), "nodes": self.nodes,
+                "threads": self.threads, "hash_mb": self.hash_mb, "multipv": self.multipv}
 
 
 @dataclass(frozen=True)
 class EngineIdentity:
-    """Who answered: binary, name, bench signature and every option."""
+    """Who answered: build, files, name, bench signature and every option."""
 
     sha256: str
-    """``sha256:`` of the binary's bytes."""
+    """``sha256:`` of the engine's files (a native binary's own digest; for several files
+    the digest of their name → digest map, :func:`rungbench.chess.engine_builds.files_digest`)."""
     name: str
-    """The engine's ``id name``."""
-    bench_nodes: int
-    """``Nodes searched`` printed by ``<binary> bench`` (the release signature)."""
+    """The engine's ``id name`` line."""
+    bench_nodes: int | None
+    """``Nodes searched`` printed by ``<binary> bench`` (the release signature); None for a
+    build without ``bench`` (the WebAssembly build)."""
     options: dict[str, Any]
     """Every UCI option: type, default and the value in force."""
+    build: dict[str, Any]
+    """The build: key, package, version, file name → sha256, NNUE networks, and the options
+    this package sends (``sent``)."""
 
     def to_json(self) -> dict[str, Any]:
         """Return the identity as a JSON-ready mapping."""
         return {"sha256": self.sha256, "name": self.name, "bench_nodes": self.bench_nodes,
-                "options": self.options}
+                "options": self.options, "build": self.build}
 
     @property
     def digest(self) -> str:
-        """Digest of the identity."""
+        """Digest of the identity (enters every cache key)."""
         return digest(self.to_json())
+
+    def engine_json(self) -> dict[str, Any]:
+        """The identity without the option values: what must not change within one
+        workspace (the engine), as opposed to the contract (Hash, MultiPV)."""
+        build = {k: v for k, v in self.build.items() if k != "sent"}
+        return {"sha256": self.sha256, "name": self.name, "bench_nodes": self.bench_nodes,
+                "build": build}
+
+    @property
+    def engine_digest(self) -> str:
+        """Digest of :meth:`engine_json`."""
+        return digest(self.engine_json())
 
 
 def binary_digest(path: Path) -> str:
@@ -132,6 +191,19 @@ def binary_digest(path: Path) -> str:
     if not path.is_file():
         raise EngineError(f"engine binary {path} does not exist")
     return file_digest(str(path))
+
+
+def build_digests(config: EngineConfig) -> dict[str, str]:
+    """Return ``sha256:`` of every file of the configured build, by name; a pinned build's
+    files must equal its committed ``SHA256SUMS`` (a :class:`BuildError` otherwise)."""
+    if not config.file.is_file():
+        raise EngineError(f"engine binary {config.file} does not exist")
+    return file_digests(config.engine_build, config.file)
+
+
+def engine_sha256(config: EngineConfig) -> str:
+    """Return the one ``sha256:`` of the configured build's files (re-checked at publication)."""
+    return files_digest(build_digests(config))
 
 
 def run_bench(path: Path) -> int:
@@ -189,7 +261,7 @@ def physical_memory_mb() -> int:
 def option_problems(options: dict[str, chess.engine.Option], config: EngineConfig
                     ) -> list[str]:
     """Every reason ``config`` cannot be applied to an engine declaring ``options``."""
-    wanted = config.uci_options()
+    wanted = config.uci_options(options)
     missing = [o for o in (*wanted, "Clear Hash") if o not in options]
     if missing:
         return [f"lacks UCI options {missing}"]
@@ -218,27 +290,37 @@ def start_uci(config: EngineConfig) -> chess.engine.SimpleEngine:
 
     On any failure the process is stopped and an EngineError names the engine.
     """
+    path = config.file
     try:
-        engine = chess.engine.SimpleEngine.popen_uci(str(config.path), timeout=COMMAND_TIMEOUT_S)
+        engine = chess.engine.SimpleEngine.popen_uci(config.command(), timeout=COMMAND_TIMEOUT_S)
     except (OSError, *ENGINE_FAILURES) as exc:
-        raise EngineError(f"cannot start {config.path}: {exc or type(exc).__name__}") from exc
+        raise EngineError(f"cannot start {path}: {exc or type(exc).__name__}") from exc
     try:
         problems = option_problems(dict(engine.options), config)
         if problems:
-            raise EngineError(f"{config.path}: " + "; ".join(problems))
-        engine.configure(config.uci_options())
+            raise EngineError(f"{path}: " + "; ".join(problems))
+        engine.configure(config.uci_options(engine.options))
     except BaseException as exc:
         engine.close()
         if isinstance(exc, ENGINE_FAILURES):
-            raise EngineError(f"{config.path}: configure failed: "
+            raise EngineError(f"{path}: configure failed: "
                               f"{exc or type(exc).__name__}") from exc
         raise
     return engine
 
 
+def options_sent(engine: chess.engine.SimpleEngine, config: EngineConfig) -> dict[str, Any]:
+    """Return the options this package sends: those set through ``configure``, ``MultiPV``
+    with every search, and the ``Clear Hash`` button before every search."""
+    sent: dict[str, Any] = dict(config.uci_options(engine.options))
+    sent["MultiPV"] = config.multipv
+    sent["Clear Hash"] = None
+    return dict(sorted(sent.items()))
+
+
 def options_in_force(engine: chess.engine.SimpleEngine, config: EngineConfig) -> dict[str, Any]:
     """Return every UCI option with its type, default and the value in force."""
-    configured: dict[str, Any] = dict(config.uci_options())
+    configured: dict[str, Any] = dict(config.uci_options(engine.options))
     configured["MultiPV"] = config.multipv
     out: dict[str, Any] = {}
     for name in sorted(engine.options):
@@ -250,17 +332,34 @@ def options_in_force(engine: chess.engine.SimpleEngine, config: EngineConfig) ->
     return out
 
 
+def build_record(engine: chess.engine.SimpleEngine, config: EngineConfig,
+                 digests: dict[str, str]) -> dict[str, Any]:
+    """Return the build part of an identity: key, package, version, file digests, the NNUE
+    networks the engine declares, and the options sent."""
+    build = config.engine_build
+    defaults = {name: option.default for name, option in engine.options.items()}
+    return {"key": build.key, "package": build.package,
+            "version": installed_version(build, config.file), "files": digests,
+            "network": networks(defaults), "sent": options_sent(engine, config)}
+
+
 def identify(engine: chess.engine.SimpleEngine, config: EngineConfig,
-             workspace: Workspace, *, sha256: str | None = None) -> EngineIdentity:
+             workspace: Workspace, *, digests: dict[str, str] | None = None,
+             bench_nodes: int | None = None) -> EngineIdentity:
     """Return the identity of a started engine.
 
-    ``sha256`` is the binary's digest when the caller already computed it (the runner
-    hashes the binary while the engine processes start); otherwise it is computed here.
+    ``digests`` are the build's file digests when the caller already computed them (the
+    runner hashes the files while the engine processes start); otherwise they are computed
+    here. ``bench_nodes`` given (a worker whose files hash as the driver's) is taken as is;
+    otherwise a native build is benched once per binary (:func:`bench_signature`).
     """
-    sha = binary_digest(config.path) if sha256 is None else sha256
-    return EngineIdentity(sha, str(engine.id.get("name", "")),
-                          bench_signature(config.path, sha, workspace),
-                          options_in_force(engine, config))
+    files = build_digests(config) if digests is None else digests
+    sha = files_digest(files)
+    if bench_nodes is None and config.engine_build.has_bench:
+        bench_nodes = bench_signature(config.file, sha, workspace)
+    return EngineIdentity(sha, str(engine.id.get("name", "")), bench_nodes,
+                          options_in_force(engine, config),
+                          build_record(engine, config, files))
 
 
 SEARCH_INFO = chess.engine.INFO_BASIC | chess.engine.INFO_SCORE | chess.engine.INFO_PV
@@ -286,7 +385,7 @@ def start_search(engine: chess.engine.SimpleEngine, board: chess.Board,
                                multipv=config.multipv, info=SEARCH_INFO,
                                options={"Clear Hash": None})
     except ENGINE_FAILURES as exc:
-        raise EngineError(f"{config.path}: search did not start: "
+        raise EngineError(f"{config.file}: search did not start: "
                           f"{exc or type(exc).__name__}") from exc
 
 
@@ -301,7 +400,7 @@ def finish_search(handle: chess.engine.SimpleAnalysisResult,
     except ENGINE_FAILURES as exc:
         what = (f"timed out after {limit:.0f} s without bestmove" if isinstance(exc, TimeoutError)
                 else f"failed: {exc}")
-        raise EngineError(f"{config.path}: search of {config.nodes} nodes {what}") from exc
+        raise EngineError(f"{config.file}: search of {config.nodes} nodes {what}") from exc
     return list(handle.multipv)
 
 

@@ -9,12 +9,12 @@ import typer
 from rich.table import Table
 
 from rungbench.chess.engine import (
-    DEFAULT_ENGINE,
     DEFAULT_NODES,
     MAX_HASH_MB,
     MAX_NODES,
     EngineConfig,
 )
+from rungbench.chess.engine_builds import BUILD_KEYS, REGISTERED_BUILD, default_build
 from rungbench.chess.labels.cohort import freeze_cohort
 from rungbench.chess.labels.config import MAX_WORKERS, LabelConfig
 from rungbench.chess.labels.idle import IdleGate, default_max_load, valid_max_load
@@ -58,7 +58,12 @@ COHORT_OPTION = typer.Option(list(DEFAULT_COHORTS), "--cohort",
 PUZZLES_OPTION = typer.Option(None, help="Lichess puzzle CSV (default: bundled).")
 GAMES_OPTION = typer.Option(None, help="JSON Lines of PGN games (default: bundled).")
 PATHS_ARGUMENT = typer.Argument(..., help="PGN, game JSON, JSONL or transcript files.")
-ENGINE_OPTION = typer.Option(DEFAULT_ENGINE, help="UCI engine binary.")
+ENGINE_OPTION = typer.Option(None, help="Engine file of the build (default: the build's "
+                             "installed file).")
+ENGINE_BUILD_OPTION = typer.Option(
+    None, "--engine-build", callback=lambda v: v if v is None else choice(BUILD_KEYS)(v),
+    help=f"Registered engine build: {', '.join(BUILD_KEYS)} (default: {REGISTERED_BUILD}, "
+    "seed 002's registration, where installed; else Debian's Stockfish 15.1).")
 GAME_KINDS = ("pgn_jsonl", "pgn_plies")
 """How the games file enters the pool (:data:`rungbench.chess.labels.pool.SourceKind`)."""
 
@@ -171,7 +176,8 @@ def label_run(
     hash_mb: int = typer.Option(256, min=1, max=MAX_HASH_MB,
                                 help="UCI Hash in MB (registered: 256; at most what the engine "
                                 "declares and this host holds)."),
-    engine: Path = ENGINE_OPTION,
+    engine: Path | None = ENGINE_OPTION,
+    engine_build: str | None = ENGINE_BUILD_OPTION,
     max_load: float = typer.Option(default_max_load(), callback=_max_load,
                                    help="Idle gate: max 1-minute load (finite, >= 0)."),
     executor: str = EXECUTOR_OPTION,
@@ -179,7 +185,9 @@ def label_run(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Run or resume the two-pass label stage and publish it all or nothing."""
-    config = LabelConfig(engine=EngineConfig(path=engine, nodes=nodes, hash_mb=hash_mb),
+    build = default_build() if engine_build is None else engine_build
+    config = LabelConfig(engine=EngineConfig(build=build, path=engine, nodes=nodes,
+                                             hash_mb=hash_mb),
                          cohorts=tuple(cohort),
                          workers=workers)
     kind = executor_kind(executor, ray_address)

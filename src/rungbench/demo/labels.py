@@ -9,7 +9,10 @@ stage holds exactly those bytes. The gate is shown refusing first: a preflight t
 a cohort nobody froze stops before any engine starts (``cohort_absent``).
 
 Reduced for the demo, and stated in the summary: 80 puzzles plus plies of 30 games, two
-passes at 2,000 nodes (the registered budget is 50,000) on a 16 MB hash.
+passes at 2,000 nodes (the registered budget is 50,000) on a 16 MB hash. The engine is the
+default build (:func:`rungbench.chess.engine_builds.default_build`): seed 002's Stockfish 18
+(WebAssembly under node) where ``make setup`` installed it, else Debian's Stockfish 15.1;
+the summary names it and whether it is the registered one.
 """
 
 from __future__ import annotations
@@ -102,6 +105,8 @@ def run(workdir: Path) -> StageResult:
         "refused_without_cohort": refused, "qualification": qualification["qualification"],
         "preflight_cleared": cleared["cleared"], "nodes": NODES,
         "registered_nodes": 50_000, "idle_max_load": gate.max_load,
+        "engine": {k: result["flow_report"]["engine"][k]
+                   for k in ("name", "build", "version", "is_registered")},
         "manifest": result["manifest"], "stage_record": result["stage_record"],
         "labelled": result["labelled"], "excluded": result["excluded"],
         "labels": result["labels"],

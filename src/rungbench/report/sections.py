@@ -350,24 +350,49 @@ def _verdict_mark(word: str) -> str:
 # -------------------------------------------------------------------------- label flow
 
 
+def _label_engine(flow: dict[str, Any]) -> tuple[str, str | None]:
+    """The paragraph naming the engine that labelled the stage, and the caption each label
+    table carries when it is not seed 002's registered build (None when it is)."""
+    engine = flow.get("engine")
+    if not isinstance(engine, dict):
+        return ('<p class="note">This flow report does not name its engine (published before '
+                "engines were recorded): it may not be seed 002's registered Stockfish 18.</p>",
+                "Engine not recorded: possibly not seed 002's registered Stockfish 18.")
+    what = (f"{esc(engine['name'])} (build <code>{esc(engine['build'])}</code>, "
+            f"{esc(engine['package'])} {esc(engine['version'])}, network "
+            f"{esc(', '.join(engine['network']))}; files <code title=\"{esc(engine['sha256'])}\">"
+            f"{esc(engine['sha256'].removeprefix('sha256:')[:12])}</code>)")
+    if engine["is_registered"]:
+        return f"<p>Labelled by {what}: seed 002's registered engine.</p>", None
+    caption = (f"Not the registered engine: labelled by {esc(engine['name'])} "
+               f"({esc(engine['build'])}); seed 002 registers "
+               f"{esc(engine['registered_build'])}.")
+    return (f'<p class="note">Labelled by {what}, which is <strong>not</strong> seed 002\'s '
+            f"registered engine (<code>{esc(engine['registered_build'])}</code>): every "
+            "class, candidate list and exclusion below is that engine's.</p>", caption)
+
+
 def label_flow(inputs: Inputs) -> str:
-    """Pool → two-pass labels → exclusions → the frozen manifest."""
+    """The engine, then pool → two-pass labels → exclusions → the frozen manifest."""
     if inputs.flow is None and inputs.manifest is None:
         return absent("no label stage or frozen manifest")
     parts = []
+    caption: str | None = None
     if inputs.flow is not None:
         f = inputs.flow.document
         d = inputs.flow.digest
+        named, caption = _label_engine(f)
+        parts.append(named)
         parts.append(table(["planned positions", "planned passes", "labelled", "excluded",
                             "source"], [[num(f["planned_positions"]), num(f["planned_passes"]),
                                          num(f["labelled"]), num(f["excluded"]), ref(d)]],
-                           numeric=(0, 1, 2, 3), table_id="label-flow"))
+                           caption=caption, numeric=(0, 1, 2, 3), table_id="label-flow"))
         parts.append(table(["class", "positions", "source"],
                            [[esc(k), num(v), ref(d)] for k, v in f["labels"].items()],
-                           numeric=(1,)))
+                           caption=caption, numeric=(1,)))
         parts.append(table(["exclusion reason", "positions", "source"],
                            [[esc(k), num(v), ref(d)] for k, v in f["exclusions"].items()],
-                           numeric=(1,), table_id="exclusions"))
+                           caption=caption, numeric=(1,), table_id="exclusions"))
         parts.append('<p class="note">Disagreement between the two cleared-hash passes is '
                      "exclusion, never a third pass (seed 002).</p>")
     else:
@@ -378,7 +403,8 @@ def label_flow(inputs: Inputs) -> str:
                  ref(inputs.manifest.digest)] for q in m.get("quota_table", [])]
         parts.append("<h3>Frozen manifest quotas</h3>")
         parts.append(table(["partition / class / colour", "available", "quota", "short",
-                            "source"], rows, numeric=(1, 2, 3), table_id="quotas"))
+                            "source"], rows, caption=caption, numeric=(1, 2, 3),
+                           table_id="quotas"))
     return "\n".join(parts)
 
 

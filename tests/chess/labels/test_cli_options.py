@@ -25,7 +25,7 @@ RUN = ["label", "run"]
     (POOL, "--min-width", "9"), (POOL, "--min-width", "219"),
     (RUN, "--max-load", "nan"), (RUN, "--max-load", "inf"), (RUN, "--max-load", "-1"),
     (RUN, "--workers", "100000"), (RUN, "--nodes", "100000000000000"),
-    (RUN, "--hash-mb", "100000000000000"),
+    (RUN, "--hash-mb", "100000000000000"), (RUN, "--engine-build", "stockfish-17"),
 ])
 def test_out_of_range_option_is_a_usage_error(tmp_path: Path, base: list[str], option: str,
                                               value: str) -> None:

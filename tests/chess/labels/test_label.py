@@ -1,4 +1,6 @@
-"""The two-pass label run against the real Stockfish at a reduced node budget."""
+"""The two-pass label run against the real Stockfish at a reduced node budget (3,000 nodes;
+registered: 50,000), on the default build: Stockfish 18 (WebAssembly) where installed,
+else Debian's 15.1."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from chess.engine import SimpleEngine, UciProtocol
 
 import chess
 from rungbench.chess.engine import EngineConfig
+from rungbench.chess.engine_builds import default_build
 from rungbench.chess.labels import label as label_module
 from rungbench.chess.labels import publish as publish_module
 from rungbench.chess.labels.cache import CacheKey, SearchCache, make_record
@@ -159,8 +162,8 @@ def test_changed_engine_binary_blocks_publication(two_runs: dict[str, Any], tmp_
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """If the binary no longer hashes as identified, the stage directory never appears."""
     ws = _copy(two_runs["ws1"], tmp_path / "ws")
-    fake: Callable[[Path], str] = lambda path: "sha256:" + "f" * 64  # noqa: E731
-    monkeypatch.setattr(publish_module, "binary_digest", fake)
+    fake: Callable[[EngineConfig], str] = lambda engine: "sha256:" + "f" * 64  # noqa: E731
+    monkeypatch.setattr(publish_module, "engine_sha256", fake)
     with pytest.raises(Refusal) as caught:
         run_label_stage(ws, config(), OPEN_GATE)
     assert caught.value.codes == ("engine_binary_changed",)
@@ -311,13 +314,23 @@ def test_unstable_position_has_no_candidate_list() -> None:
     assert outcome.label is None and outcome.candidates is None
 
 
+ENGINE_NAMES = {"stockfish-18-wasm": ("Stockfish 18 WASM", None),
+                "stockfish-15-debian": ("Stockfish 15.1", 3_467_381)}
+"""Each build's ``id name`` and bench signature (the WebAssembly build has no ``bench``)."""
+
+
 def test_stage_record_names_engine_contract_and_gate(two_runs: dict[str, Any]) -> None:
-    """stage.json records Stockfish's name and bench signature, the node budget, the gate."""
+    """stage.json records the build, Stockfish's name and bench signature, the node budget,
+    the gate; the flow report names the engine."""
     stage = loads_canonical((two_runs["ws1"].stage / "stage.json").read_bytes())
-    assert stage["engine"]["name"] == "Stockfish 15.1"
-    assert stage["engine"]["bench_nodes"] == 3_467_381
-    assert stage["contract"] == {"path": str(EngineConfig().path), "nodes": NODES, "threads": 1,
-                                 "hash_mb": 256, "multipv": 10}
+    build = default_build()
+    assert (stage["engine"]["name"], stage["engine"]["bench_nodes"]) == ENGINE_NAMES[build]
+    assert stage["engine"]["build"]["key"] == build
+    assert stage["contract"] == {"build": build, "path": str(EngineConfig().file),
+                                 "nodes": NODES, "threads": 1, "hash_mb": 256, "multipv": 10}
+    flow = loads_canonical((two_runs["ws1"].stage / "flow_report.json").read_bytes())
+    assert flow["engine"]["build"] == build
+    assert flow["engine"]["is_registered"] is (build == "stockfish-18-wasm")
     assert stage["idle_gate"] == {"metric": "loadavg_1m", "max_load": 1e9,
                                   "own_engines_discounted": True}
     assert stage["passes"] == ["A", "B"] and stage["role"] == "label"

@@ -42,6 +42,13 @@ def tree(root: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
+def copy_bench(source: Path, dest: Path) -> None:
+    """Reuse the bench signature of a native build (a property of the binary) rather than
+    re-bench; the WebAssembly build has none."""
+    if (source / "cache" / "bench").is_dir():
+        shutil.copytree(source / "cache" / "bench", dest / "cache" / "bench")
+
+
 def published_like(root: Path, label_data: Any, bench_from: Path) -> Workspace:
     """A workspace with the same inputs as the ``published_root`` fixture, nothing searched."""
     ws = Workspace(root)
@@ -49,7 +56,7 @@ def published_like(root: Path, label_data: Any, bench_from: Path) -> Workspace:
     freeze_cohort(ws, "pilot", label_data.pilot, terminal=True)
     freeze_cohort(ws, "replication", label_data.replication, terminal=True)
     qualify(ws)
-    shutil.copytree(bench_from / "cache" / "bench", ws.root / "cache" / "bench")
+    copy_bench(bench_from, ws.root)
     return ws
 
 
@@ -75,7 +82,8 @@ def test_a_worker_refuses_an_engine_that_is_not_the_drivers(
     identity = _identity(published_root)
     position = load_pool(Workspace(published_root).pool).positions[0]
     contract = SMALL.engine.to_json()
-    contract.pop("path")
+    for part in ("path", "build"):
+        contract.pop(part)
     task = Task(position, "A", CacheKey(identity.digest, contract, position.fen, "A"))
     pool = RayExecutor()
     record = pool.submit(search_in_worker, SearchJob(SMALL.engine, identity), task).result(60)
@@ -99,12 +107,11 @@ def test_sigkill_of_a_ray_driver_then_resume_gives_the_same_digest(
     a resume on Ray publishes the uninterrupted local run's files exactly."""
     contract = LabelConfig(engine=EngineConfig(nodes=NODES, hash_mb=HASH_MB), workers=2)
     reference = make_workspace(tmp_path / "reference", puzzles=2, games=3)
-    shutil.copytree(Workspace(published_root).root / "cache" / "bench",
-                    reference.root / "cache" / "bench")
+    copy_bench(published_root, reference.root)
     expected = run_label_stage(reference, contract, OPEN)
     total = expected["run"]["searches"]
     ws = make_workspace(tmp_path / "killed", puzzles=2, games=3)
-    shutil.copytree(reference.root / "cache" / "bench", ws.root / "cache" / "bench")
+    copy_bench(reference.root, ws.root)
     target = int(np.random.default_rng(21).integers(2, total - 2))
     command = [*CLI, "chess", "label", "run", "--work", str(ws.root), "--nodes", str(NODES),
                "--hash-mb", str(HASH_MB), "--workers", "2", "--max-load", "1000000",

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import chess
+from rungbench.chess.engine import EngineIdentity
 from rungbench.chess.labels import publish as publish_module
 from rungbench.chess.labels.publish import Outcome, flow_report, manifest_document
 from rungbench.chess.position import Lineage, describe
@@ -33,11 +34,30 @@ def test_manifest_lists_only_stable_positions_in_order() -> None:
                        [outs[2].position.key, digest({"key": outs[2].position.key, "n": 2})]]
 
 
+def identity(build: str, name: str) -> EngineIdentity:
+    """A constructed engine identity of ``build``."""
+    return EngineIdentity("sha256:" + "1" * 64, name, None, {},
+                          {"key": build, "package": "npm:stockfish", "version": "18.0.8",
+                           "files": {}, "network": ["nn-c288c895ea92.nnue"], "sent": {}})
+
+
+def test_flow_report_names_the_engine_and_whether_it_is_registered() -> None:
+    """The flow report names the engine's build; only stockfish-18-wasm is registered."""
+    outs = [outcome(0, "quiet")]
+    registered = flow_report(outs, identity("stockfish-18-wasm", "Stockfish 18 WASM"))
+    assert registered["engine"]["is_registered"] is True
+    assert registered["engine"]["network"] == ["nn-c288c895ea92.nnue"]
+    other = flow_report(outs, identity("stockfish-15-debian", "Stockfish 15.1"))
+    assert other["engine"]["is_registered"] is False
+    assert (other["engine"]["name"], other["engine"]["registered_build"]) == (
+        "Stockfish 15.1", "stockfish-18-wasm")
+
+
 def test_flow_report_counts_primary_and_all_reasons_and_cells() -> None:
     """Exclusions count by first reason; every reason is also tallied; cells add up."""
     outs = [outcome(0, "quiet"), outcome(1, None, ("top_move_changed", "ranks_1_6_changed")),
             outcome(2, "tactical")]
-    report = flow_report(outs)
+    report = flow_report(outs, identity("stockfish-18-wasm", "Stockfish 18 WASM"))
     assert report["labels"] == {"tactical": 1, "ambiguous": 0, "quiet": 1, "unclassified": 0}
     assert report["exclusions"]["top_move_changed"] == 1
     assert report["exclusions"]["ranks_1_6_changed"] == 0

@@ -52,19 +52,20 @@ def refreeze(ws: Workspace, name: str, paths: list[Path], *, terminal: bool) -> 
 
 
 def stockfish_children() -> list[int]:
-    """Return pids of running engine processes (executable named ``stockfish``) whose parent
-    is this test process; other children (a Ray cluster another test started in this
-    worker) are not engines and do not count."""
+    """Return pids of running engine processes (a ``stockfish`` executable, or ``node``
+    running a ``stockfish-*.js`` build) whose parent is this test process; other children
+    (a Ray cluster another test started in this worker) are not engines and do not count."""
     mine = str(os.getpid())
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 stat = Path(f"/proc/{entry}/stat").read_text().split()
-                exe = os.path.basename(os.readlink(f"/proc/{entry}/exe"))
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if stat[3] == mine and "stockfish" in exe:
+            names = [os.path.basename(a.decode(errors="replace")) for a in argv[:2]]
+            if stat[3] == mine and any("stockfish" in name for name in names):
                 found.append(int(entry))
     return found
 

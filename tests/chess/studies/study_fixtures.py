@@ -47,7 +47,12 @@ def small_preset(quota: dict[str, int] | None = None, *, positions: int | None =
 
 @functools.cache
 def small_stage() -> Path:
-    """A published label stage over 80 puzzles and plies of 12 games (2,000 nodes)."""
+    """A published label stage over 80 puzzles and plies of 12 games (2,000 nodes), labelled
+    by Debian's Stockfish 15.1 (``stockfish-15-debian``): the seeded interval checks of the
+    study tests built on it (tests/chess/studies/test_ladder.py) were set on these labels,
+    and a stage of other candidate lists re-draws every seeded planted answer. The study
+    layer runs on Stockfish 18 labels in tests/demo/test_study.py and
+    tests/chess/studies/conftest.py."""
     root = Path(tempfile.mkdtemp(prefix="rungbench-study-stage-"))
     data = bundled_data_dir()
     llm = data / "llm_chess"
@@ -61,8 +66,8 @@ def small_stage() -> Path:
     freeze_cohort(ws, "replication", [llm / "gpt-35-turbo-0301_2025-01-22" / "output.txt"],
                   terminal=True)
     qualify(ws)
-    run_label_stage(ws, LabelConfig(engine=EngineConfig(nodes=2_000, hash_mb=16), workers=2),
-                    OPEN)
+    engine = EngineConfig(build="stockfish-15-debian", nodes=2_000, hash_mb=16)
+    run_label_stage(ws, LabelConfig(engine=engine, workers=2), OPEN)
     return ws.stage
 
 

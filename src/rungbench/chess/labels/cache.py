@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import chess
-from rungbench.chess.workspace import Workspace, write_canonical
-from rungbench.errors import InputError, IntegrityError
+from rungbench.chess.workspace import Workspace, read_json, write_canonical
+from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import (
     bytes_digest,
     canonical_bytes,
@@ -28,6 +28,9 @@ from rungbench.evidence.canonical import (
     is_digest,
     loads_canonical,
 )
+
+if TYPE_CHECKING:
+    from rungbench.chess.engine import EngineIdentity
 
 RECORD_SCHEMA = "rungbench.chess.search/1"
 """Schema name and version of a cache record."""
@@ -228,3 +231,61 @@ class SearchCache:
         obj = self.store.path_for(record_digest)
         if obj.exists():
             os.replace(obj, qdir / f"object-{record_digest[7:]}")
+
+
+ENGINE_PIN = "engine.json"
+"""File under ``cache/`` naming the one engine whose searches the workspace holds."""
+ENGINE_PIN_SCHEMA = "rungbench.chess.engine-pin/1"
+"""Schema name and version of the engine pin."""
+
+
+def _mismatch(detail: str, recorded: dict[str, Any], identity: EngineIdentity) -> Refusal:
+    return Refusal([Reason(
+        "engine_mismatch", f"{detail}; one stage holds the searches of one engine: label "
+        "with this engine in a new workspace", subject="engine",
+        data={"recorded": {"name": recorded.get("name"),
+                           "build": (recorded.get("build") or {}).get("key"),
+                           "sha256": recorded.get("sha256")},
+              "this_run": {"name": identity.name, "build": identity.build["key"],
+                           "sha256": identity.sha256}})], gate="chess label run")
+
+
+def _describe(engine: dict[str, Any]) -> str:
+    build = (engine.get("build") or {}).get("key", "an unrecorded build")
+    return f"{engine.get('name')!r} ({build}, {engine.get('sha256')})"
+
+
+def pin_engine(workspace: Workspace, identity: EngineIdentity) -> None:
+    """Pin the workspace's cache to ``identity``'s engine, or refuse (``engine_mismatch``)
+    when it is pinned to another. The pin is written before the first search."""
+    path = workspace.root / "cache" / ENGINE_PIN
+    wanted = {"schema": ENGINE_PIN_SCHEMA, "engine": identity.engine_json(),
+              "engine_digest": identity.engine_digest}
+    if not path.is_file():
+        write_canonical(path, wanted)
+        return
+    pinned = read_json(path)
+    if not isinstance(pinned, dict) or pinned.get("schema") != ENGINE_PIN_SCHEMA:
+        raise IntegrityError(f"{path} is not an engine pin ({ENGINE_PIN_SCHEMA})")
+    if pinned.get("engine_digest") != identity.engine_digest:
+        engine = pinned.get("engine")
+        recorded: dict[str, Any] = engine if isinstance(engine, dict) else {}
+        raise _mismatch(f"the cache holds searches of {_describe(recorded)}, this run's engine "
+                        f"is {_describe(identity.engine_json())}", recorded, identity)
+
+
+def check_published_engine(recorded: dict[str, Any], identity: EngineIdentity) -> None:
+    """Refuse (``engine_mismatch``) when the published stage's engine (``stage.json``'s
+    ``engine``) is not ``identity``'s. A stage published before builds were recorded names
+    only the binary's sha256, which must then be this engine's."""
+    if "build" not in recorded:
+        same = recorded.get("sha256") == identity.sha256
+    else:
+        build = {k: v for k, v in recorded["build"].items() if k != "sent"}
+        same = {"sha256": recorded.get("sha256"), "name": recorded.get("name"),
+                "bench_nodes": recorded.get("bench_nodes"), "build": build} == \
+            identity.engine_json()
+    if not same:
+        raise _mismatch(f"the published stage was labelled by {_describe(recorded)}, this "
+                        f"run's engine is {_describe(identity.engine_json())}", recorded,
+                        identity)

@@ -5,7 +5,9 @@ Order of events, each a gate that refuses rather than warns:
 1. leakage preflight (:func:`rungbench.chess.labels.qualify.preflight`) — no engine exists yet;
    an already published stage is verified (:func:`rungbench.chess.labels.publish.verify_stage`);
 2. idle-host gate before engine start;
-3. engines started and identified (binary sha256, ``id name``, bench, every option);
+3. engines started and identified (build, file sha256s, ``id name``, bench, every option);
+   a workspace whose cache or published stage holds another engine's searches refuses
+   (``engine_mismatch``, :func:`rungbench.chess.labels.cache.pin_engine`);
 4. every (position, pass) looked up in the cache and revalidated; each uncached search
    passes the idle gate, clears the hash and runs; its record is stored immutably;
 5. pass A and pass B compared by the stability rules; a stable position gets pass A's
@@ -21,11 +23,11 @@ depend on the number of workers or on interruptions.
 With an ``executor`` (:mod:`rungbench.execute.executors`, e.g. Ray tasks) the driver
 identifies one engine of its own, closes it, and hands each uncached search to the
 executor: :func:`search_in_worker` starts an engine inside the worker, checks that the
-worker's binary hashes as the driver's and that its identity digest (binary, ``id name``,
-bench signature, every option) equals the driver's (``engine_changed`` otherwise), and
-returns the record; the driver revalidates and stores it and publishes, as without one.
-The bench signature is taken from the driver once the worker's binary bytes hash the
-same, since it is a property of those bytes.
+worker's engine files hash as the driver's and that its identity digest (build, files,
+``id name``, bench signature, every option) equals the driver's (``engine_changed``
+otherwise), and returns the record; the driver revalidates and stores it and publishes, as
+without one. The bench signature is taken from the driver once the worker's files hash
+the same, since it is a property of those bytes.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ from rungbench.chess.engine import (
     ENGINE_FAILURES,
     EngineConfig,
     EngineIdentity,
-    binary_digest,
+    build_digests,
+    build_record,
     finish_search,
     identify,
     lines_json,
@@ -57,7 +60,16 @@ from rungbench.chess.engine import (
     start_search,
     start_uci,
 )
-from rungbench.chess.labels.cache import PASSES, CacheKey, Pass, SearchCache, make_record
+from rungbench.chess.engine_builds import files_digest
+from rungbench.chess.labels.cache import (
+    PASSES,
+    CacheKey,
+    Pass,
+    SearchCache,
+    check_published_engine,
+    make_record,
+    pin_engine,
+)
 from rungbench.chess.labels.config import LabelConfig
 from rungbench.chess.labels.idle import IdleGate
 from rungbench.chess.labels.pool import FrozenPool, load_pool
@@ -150,7 +162,8 @@ def judge(position: Position, rec_a: tuple[dict[str, Any], str],
 def plan(pool: FrozenPool, identity: EngineIdentity, config: EngineConfig) -> list[Task]:
     """Return every planned pass: pass A over the pool, then pass B."""
     contract = config.to_json()
-    contract.pop("path")
+    for part in ("path", "build"):  # the identity names the build and its files' digests
+        contract.pop(part)
     return [Task(pos, p, CacheKey(identity.digest, contract, pos.fen, p))
             for p in PASSES for pos in pool.positions]
 
@@ -274,15 +287,17 @@ def _changed(detail: str, data: dict[str, Any]) -> Refusal:
 def worker_engine(job: SearchJob) -> chess.engine.SimpleEngine:
     """Start an engine in this worker and verify it is the driver's (``engine_changed``)."""
     expected = job.identity
-    sha = binary_digest(job.config.path)
+    digests = build_digests(job.config)
+    sha = files_digest(digests)
     if sha != expected.sha256:
-        raise _changed(f"{job.config.path} hashes {sha} in worker {os.uname().nodename}:"
+        raise _changed(f"{job.config.file} hashes {sha} in worker {os.uname().nodename}:"
                        f"{os.getpid()}, the driver identified {expected.sha256}",
                        {"sha256": sha, "expected": expected.sha256})
     engine = start_uci(job.config)
     try:
         mine = EngineIdentity(sha, str(engine.id.get("name", "")), expected.bench_nodes,
-                              options_in_force(engine, job.config))
+                              options_in_force(engine, job.config),
+                              build_record(engine, job.config, digests))
         if mine.digest != expected.digest:
             raise _changed(f"the engine in worker {os.uname().nodename}:{os.getpid()} "
                            f"identifies as {mine.name!r} ({mine.digest}), the driver's as "
@@ -360,16 +375,20 @@ def _run_locked(workspace: Workspace, config: LabelConfig, gate: IdleGate,
                 progress: Progress | None, executor: Executor | None) -> dict[str, Any]:
     preflight(workspace, config.cohorts)
     pool = load_pool(workspace.pool)
+    published = None
     if workspace.stage.exists():
-        verify_stage(workspace)  # a tampered stage refuses before any engine starts
+        published = verify_stage(workspace)  # a tampered stage refuses before any engine starts
     gate.check("before engine start")
     log = RunLog()
-    with ThreadPoolExecutor(max_workers=1) as hasher:  # hash the binary while engines start
-        binary = hasher.submit(binary_digest, config.engine.path)
+    with ThreadPoolExecutor(max_workers=1) as hasher:  # hash the files while engines start
+        files = hasher.submit(build_digests, config.engine)
         engines = EngineSet(config.engine, config.workers if executor is None else 1)
     try:
         identity = identify(engines.engines[0], config.engine, workspace,
-                            sha256=binary.result())
+                            digests=files.result())
+        if published is not None:
+            check_published_engine(published["engine"], identity)
+        pin_engine(workspace, identity)
         tasks = plan(pool, identity, config.engine)
         cache = SearchCache(workspace)
         done = 0

@@ -10,7 +10,7 @@ Stage contents::
     label-stage/manifest.json          ordered [position key, candidate-list digest] pairs
     label-stage/candidates/<hex>.json  each candidate list (canonical JSON, named by digest)
     label-stage/labels.json            per position: class or exclusion reasons, cell, records
-    label-stage/flow_report.json       exclusions per reason, labels per class, cells
+    label-stage/flow_report.json       the engine, exclusions per reason, labels per class, cells
     label-stage/stage.json             inputs, engine identity, contract, gates, digests
     label-stage/SEAL.json              every file above with its sha256 and size
 
@@ -25,6 +25,7 @@ run just rebuilt from the cache, and reports the rebuilt numbers; a difference r
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rungbench.chess.engine import binary_digest
+from rungbench.chess.engine import engine_sha256
+from rungbench.chess.engine_builds import REGISTERED_BUILD, build_of, runtime_path
 from rungbench.chess.labels.idle import IdleGate
 from rungbench.chess.labels.pool import cell_name
 from rungbench.chess.labels.qualify import preflight
@@ -53,7 +55,7 @@ MANIFEST_SCHEMA = "rungbench.chess.label-manifest/1"
 """Schema name and version of the final manifest."""
 STAGE_SCHEMA = "rungbench.chess.label-stage/1"
 """Schema name and version of the stage record."""
-FLOW_SCHEMA = "rungbench.chess.flow-report/1"
+FLOW_SCHEMA = "rungbench.chess.flow-report/2"
 """Schema name and version of the flow report."""
 
 
@@ -91,8 +93,18 @@ def manifest_document(outcomes: Sequence[Outcome]) -> dict[str, Any]:
                         if o.candidates is not None]}
 
 
-def flow_report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    """Count exclusions per reason, labels per class and outcomes per split × phase × colour."""
+def engine_summary(identity: EngineIdentity) -> dict[str, Any]:
+    """Which engine labelled the stage, and whether it is the build seed 002 registers."""
+    build = identity.build
+    return {"name": identity.name, "build": build["key"], "package": build["package"],
+            "version": build["version"], "network": build["network"],
+            "sha256": identity.sha256, "registered_build": REGISTERED_BUILD,
+            "is_registered": build_of(build["key"]).is_registered}
+
+
+def flow_report(outcomes: Sequence[Outcome], identity: EngineIdentity) -> dict[str, Any]:
+    """Name the engine; count exclusions per reason, labels per class and outcomes per
+    split × phase × colour."""
     primary = Counter(o.reasons[0] for o in outcomes if o.reasons)
     every = Counter(r for o in outcomes for r in o.reasons)
     labels = Counter(o.label for o in outcomes if o.label is not None)
@@ -104,8 +116,8 @@ def flow_report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         cell["planned"] += 1
         cell["excluded" if o.label is None else o.label] += 1
     return {
-        "schema": FLOW_SCHEMA, "planned_positions": len(outcomes),
-        "planned_passes": 2 * len(outcomes),
+        "schema": FLOW_SCHEMA, "engine": engine_summary(identity),
+        "planned_positions": len(outcomes), "planned_passes": 2 * len(outcomes),
         "labelled": sum(labels.values()), "excluded": sum(primary.values()),
         "labels": {c: labels[c] for c in CLASSES},
         "exclusions": {r: primary[r] for r in EXCLUSION_CODES},
@@ -114,10 +126,25 @@ def flow_report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
+def runtime_version(config: LabelConfig) -> str | None:
+    """The interpreter the engine ran under (``node v20.…``), None for a native binary.
+
+    Recorded in ``stage.json`` only: the WebAssembly bytes define the search, so the
+    interpreter's version stays out of the identity and the cache keys (which would
+    otherwise differ between hosts running the same pinned build)."""
+    build = config.engine.engine_build
+    runtime = runtime_path(build)
+    if runtime is None:
+        return None
+    done = subprocess.run([runtime, "--version"], capture_output=True, text=True, check=False,
+                          timeout=30)
+    return f"{build.runtime} {done.stdout.strip()}"
+
+
 def _check_binary(now: str, identity: EngineIdentity, config: LabelConfig) -> None:
     if now != identity.sha256:
         raise Refusal([Reason("engine_binary_changed",
-                              f"{config.engine.path} now hashes {now}, identified as "
+                              f"{config.engine.file} now hashes {now}, identified as "
                               f"{identity.sha256}", subject="engine")],
                       gate="chess label publication")
 
@@ -136,14 +163,15 @@ def _stage_files(outcomes: Sequence[Outcome], identity: EngineIdentity, config: 
     files["manifest.json"] = canonical_bytes(manifest)
     files["labels.json"] = canonical_bytes(
         [o.to_json(cand_digests.get(o.position.key)) for o in outcomes])
-    files["flow_report.json"] = canonical_bytes(flow_report(outcomes))
+    files["flow_report.json"] = canonical_bytes(flow_report(outcomes, identity))
     stage = {
         "schema": STAGE_SCHEMA, "manifest": bytes_digest(files["manifest.json"]),
         "flow_report": bytes_digest(files["flow_report.json"]),
         "labels": bytes_digest(files["labels.json"]),
         "pool": qualification["pool"], "qualification": qualification["qualification"],
         "cohorts": qualification["cohorts"], "engine": identity.to_json(),
-        "engine_digest": identity.digest, "contract": config.engine.to_json(),
+        "engine_digest": identity.digest, "engine_runtime": runtime_version(config),
+        "contract": config.engine.to_json(),
         "idle_gate": gate.to_json(), "role": "label", "passes": ["A", "B"],
     }
     files["stage.json"] = canonical_bytes(stage)
@@ -155,12 +183,12 @@ def publish_stage(workspace: Workspace, outcomes: Sequence[Outcome], *,
                   gate: IdleGate) -> dict[str, Any]:
     """Pass the publication gate and make the stage directory appear atomically.
 
-    The gate: the leakage preflight passes again, the engine binary hashes as identified
+    The gate: the leakage preflight passes again, the engine's files hash as identified
     (re-hashed here, while the stage files are built in memory), and the host is idle.
     Nothing is written before all three hold.
     """
     with ThreadPoolExecutor(max_workers=1) as hasher:
-        binary_now = hasher.submit(binary_digest, config.engine.path)
+        binary_now = hasher.submit(engine_sha256, config.engine)
         qualification = preflight(workspace, config.cohorts)
         files = _stage_files(outcomes, identity, config, gate, qualification)
         _check_binary(binary_now.result(), identity, config)

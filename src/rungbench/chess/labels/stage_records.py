@@ -119,6 +119,9 @@ class StageRecord(_Frozen):
     """Engine identity."""
     engine_digest: str
     """Digest of the engine identity."""
+    engine_runtime: str | None = None
+    """Interpreter the engine ran under (``node v20.…``); None for a native binary or a
+    stage published before it was recorded."""
     contract: dict[str, Any]
     """The search contract."""
     idle_gate: dict[str, Any]
