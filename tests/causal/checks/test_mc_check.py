@@ -677,3 +677,23 @@ def test_random_categorical_worlds_agree_with_brute_force_enumeration() -> None:
             checked += 1
     assert checked >= 50
     assert worst < ALARM
+
+
+def test_hundreds_of_responses_are_drawn_with_their_probabilities() -> None:
+    """A variable with 300 responses (past the 255 a byte counts) is sampled correctly: with
+    64-state parent and child, P(Y = 0 | X = 5) matches the sum of the chosen responses' p."""
+    rng = np.random.default_rng(64)
+    states = [f"s{j}" for j in range(64)]
+    tables = sorted({tuple(int(v) for v in rng.integers(0, 64, 64)) for _ in range(300)})
+    weights = rng.uniform(0.5, 1.0, len(tables))
+    weights /= weights.sum()
+    world = _world2(
+        _cat("X", states, [], [(1 / 64, [j]) for j in range(64)]),
+        _cat("Y", states, ["X"], [(float(w), list(t)) for w, t in zip(weights, tables,
+                                                                         strict=True)]),
+    )
+    exact = math.fsum(float(w) for w, t in zip(weights, tables, strict=True) if t[5] == 0)
+    query = {"rung": 1, "target": {"Y": 0}, "evidence": {"X": "s5"}}
+    estimate = check_query(world, query, draws=1_000_000, rng=np.random.default_rng(1))
+    assert len(tables) == 300 and exact > 0.005
+    assert abs(z_score(estimate, exact)) < CATEGORICAL_ALARM

@@ -174,9 +174,14 @@ def _compile(world: PublicWorld, *, packed: bool) -> tuple[_Mechanism, ...]:
 
 
 def _response_index(cuts: npt.NDArray[np.uint32], uniform: npt.NDArray[np.uint32]) -> Values:
-    """Map 32-bit uniform draws to response indices: the number of cuts at or below each."""
+    """Map 32-bit uniform draws to response indices: the number of cuts at or below each.
+
+    Up to 255 responses a uint8 count over the cuts is fastest; past that a binary
+    search, whose platform integers hold any number of responses.
+    """
     if len(cuts) > 254:
-        return np.searchsorted(cuts, uniform, side="right").astype(np.uint16)
+        index: Values = np.searchsorted(cuts, uniform, side="right")
+        return index
     count = np.zeros(len(uniform), dtype=np.uint8)
     for cut in cuts:
         count += uniform >= cut
