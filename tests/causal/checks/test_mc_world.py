@@ -202,6 +202,17 @@ def test_unknown_state_name_message_lists_the_states() -> None:
         read_query(_read(MIXED), {"rung": 1, "target": {"Y": "top"}})
 
 
+def test_a_binary_world_lists_no_states_not_even_null() -> None:
+    """In rungbench.world/1 a "states" key is refused, even null: state names need /2."""
+    for states in (None, ["0", "1"]):
+        world = {"schema": "rungbench.world/1", "world_id": "b", "variables": [
+            {"name": "A", "observed": True, "parents": [], "states": states,
+             "responses": [{"p": 0.5, "table": [0]}, {"p": 0.5, "table": [1]}]}]}
+        with pytest.raises(InputError) as caught:
+            read_world(world)
+        assert caught.value.field == "variables[0].states"
+
+
 def test_a_binary_world_takes_no_state_names_in_queries() -> None:
     """In rungbench.world/1 a query value must be 0 or 1: the string "1" is refused."""
     world = read_world({"schema": "rungbench.world/1", "world_id": "b", "variables": [

@@ -139,13 +139,13 @@ def _probability(value: Any, field: str) -> float:
     return p
 
 
-def _read_states(raw: Any, schema: str, field: str) -> tuple[str, ...] | None:
+def _read_states(item: Mapping[str, Any], schema: str, field: str) -> tuple[str, ...] | None:
     """A ``rungbench.world/2`` variable's states; ``rungbench.world/1`` has none."""
     if schema == BINARY_SCHEMA:
-        if raw is not None:
+        if "states" in item:
             raise InputError(f"state names are read only in {STATES_SCHEMA!r}", field=field)
         return None
-    states = _field_list(raw, field)
+    states = _field_list(item.get("states"), field)
     if not 2 <= len(states) <= MAX_STATES:
         raise InputError(f"a variable needs 2 to {MAX_STATES} states, got {len(states)}",
                          field=field)
@@ -182,7 +182,7 @@ def _read_declaration(raw: Any, listed: int, schema: str) -> _Declaration:
     if not all(isinstance(p, str) for p in parents) or len(set(parents)) != len(parents):
         raise InputError(f"parents must be distinct names, got {parents!r}",
                          field=f"{where}.parents")
-    states = _read_states(item.get("states"), schema, f"{where}.states")
+    states = _read_states(item, schema, f"{where}.states")
     return _Declaration(listed, name, observed, list(parents), states, item.get("responses"))
 
 
