@@ -1,8 +1,10 @@
 """Tests for the independent Monte Carlo twin-network checker (rungbench.causal.checks.mc_check).
 
 Known answers are derived by hand in each docstring. A tiny brute-force
-enumerator at the bottom of this file (a third implementation, test-only)
-checks the estimates on random worlds.
+enumerator in this file (a third implementation, test-only, reading rows as
+``sum(value * stride)``) checks the estimates on random binary and categorical
+worlds and on the hand-made categorical ones (rungbench.world/2); pgmpy checks
+that enumerator on the categorical cases' rung-1 and rung-2 values.
 """
 
 from __future__ import annotations
