@@ -27,8 +27,11 @@ SUBSYSTEMS_MAY_NOT_IMPORT = {
 }
 """Within a domain: which seed systems a system may not reach into."""
 
-INDEPENDENT = ("causal.checks.mc_check", "causal.checks.second_scorer")
+INDEPENDENT = ("causal.checks.mc_check", "causal.checks.mc_world", "causal.checks.second_scorer")
 """Checkers written from the contracts alone: they import nothing from scm or bench."""
+
+OWN_READERS = {"causal.checks.mc_check": ("causal.checks.mc_world",)}
+"""The one import an independent checker may make besides errors: its own JSON reader."""
 
 
 def _module_name(path: Path) -> str:
@@ -112,7 +115,9 @@ def test_independent_checkers_import_neither_oracle_nor_bench(checker: str) -> N
     leaked = sorted(t for t in GRAPH[checker]
                     if _is(t, "causal.scm") or _is(t, "causal.bench"))
     assert not leaked
-    assert GRAPH[checker] <= {"errors", "errors.InputError", "errors.IntegrityError"}
+    own = {name for name in GRAPH[checker]
+           if any(_is(name, reader) for reader in OWN_READERS.get(checker, ()))}
+    assert GRAPH[checker] - own <= {"errors", "errors.InputError", "errors.IntegrityError"}
 
 
 def test_no_import_circle_between_label_and_publish() -> None:

@@ -153,20 +153,24 @@ def test_unknown_hand_case_world_names_the_field() -> None:
 
 
 def test_checker_is_independent_and_draws_200k_by_default() -> None:
-    """mc_check imports nothing from the oracle stack (only the standard library, numpy and
-    rungbench.errors) and, like the validation, draws 200,000 samples by default."""
+    """mc_check and its reader mc_world import nothing from the oracle stack (only the standard
+    library, numpy, rungbench.errors and each other) and, like the validation, the checker
+    draws 200,000 samples by default."""
     import ast
     import inspect
 
-    from rungbench.causal.checks import mc_check
+    from rungbench.causal.checks import mc_check, mc_world
     from rungbench.causal.checks.validate import run_validation
 
-    tree = ast.parse(inspect.getsource(mc_check))
-    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {str(node.module) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported: set[str] = set()
+    for module in (mc_check, mc_world):
+        tree = ast.parse(inspect.getsource(module))
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                     for alias in node.names}
+        imported |= {str(node.module) for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}
     rungbench_modules = {m for m in imported if m.startswith("rungbench")}
-    assert rungbench_modules == {"rungbench.errors"}
+    assert rungbench_modules == {"rungbench.errors", "rungbench.causal.checks.mc_world"}
     assert imported - rungbench_modules <= {"__future__", "math", "collections.abc",
                                             "dataclasses", "typing", "numpy", "numpy.typing"}
     for fn in (mc_check.check_queries, mc_check.check_query, run_validation):

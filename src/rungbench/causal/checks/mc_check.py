@@ -3,8 +3,9 @@
 Seed 003, "Validation of the reference implementation": the oracle is checked
 against "Monte Carlo twin network, 200,000 draws, separate code reading only the
 shuffled public JSON". This module is that separate code. It reads nothing but
-the public world JSON (``docs/CONTRACTS.md`` §1) and query JSON (§2) and shares
-no code with the oracle.
+the public world JSON (``docs/CONTRACTS.md`` §1, schemas ``rungbench.world/1``
+and ``/2``) and query JSON (§2), through its own reader
+(`rungbench.causal.checks.mc_world`), and shares no code with the oracle.
 
 How a batch of queries is estimated:
 
@@ -13,7 +14,7 @@ How a batch of queries is estimated:
    variables (§1). The draw order is by variable name, so the listing order of
    the JSON does not change the estimate for a given seed.
 2. Solve the *factual* world in topological order: a variable's value is its
-   selected response table read at the row ``sum(parent_i << i)``.
+   selected response table read at the row ``sum(value(parent_i) * stride_i)``.
 3. For every distinct ``do`` set, solve the *mutilated* world on the SAME
    draws: a ``do`` variable takes its forced value and its own mechanism is
    ignored (the incoming edges are cut, never the outgoing ones); only
@@ -32,6 +33,14 @@ How a batch of queries is estimated:
    episode), action (apply ``do``) and prediction (re-solve with the same
    ``U``) — the twin network of seed 003, "World model".
 
+Two samplers solve step 2. An all-binary world packs each response table into
+the bits of one integer and reads a draw's output as bit ``row`` (the speed the
+validation suite's 200,000 draws per world rely on). A world with any variable
+of more than two states keeps, per variable, an integer array of state indices
+and reads its outputs from a flat array of tables at ``response * rows + row``.
+For the same seed both samplers draw the same responses, so on a binary
+variable they give the same values.
+
 The estimate is the kept fraction ``p`` with binomial standard error
 ``sqrt(p (1 - p) / n_accepted)``.
 """
@@ -46,13 +55,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rungbench.causal.checks.mc_world import (
+    Event,
+    PublicQuery,
+    PublicWorld,
+    Variable,
+    read_query,
+    read_world,
+)
 from rungbench.errors import InputError
-
-WORLD_SCHEMA = "rungbench.world/1"
-"""The only world schema this checker reads (CONTRACTS §1)."""
-
-PROBABILITY_SLACK = 1e-9
-"""How far the response probabilities of one variable may sum from 1 (CONTRACTS §1)."""
 
 WORD_PARENTS = 6
 """Up to this many parents a table of ``2**6`` rows packs into one integer per response."""
@@ -60,11 +71,9 @@ WORD_PARENTS = 6
 EQUALITY_SLACK = 1e-9
 """Distance under which a zero-variance estimate counts as equal to the exact value."""
 
-Bits = npt.NDArray[np.unsignedinteger[Any]]
-"""Per-draw values in {0, 1}, or per-draw packed response tables; any unsigned dtype."""
+Values = npt.NDArray[np.integer[Any]]
+"""Per draw: state indices, response indices, packed tables or offsets into a table array."""
 Mask = npt.NDArray[np.bool_]
-Event = dict[int, int]
-"""A joint event: variable position (in topological order) -> required value."""
 
 
 @dataclass(frozen=True)
@@ -80,14 +89,12 @@ class McEstimate:
 
 
 @dataclass(frozen=True)
-class _Mechanism:
-    """One variable's public mechanism, compiled for vectorised lookup."""
+class _Packed:
+    """A binary variable with binary parents, compiled for bit lookup."""
 
-    name: str
-    """Variable name as listed in the world JSON."""
     parents: tuple[int, ...]
     """Positions of the parents in topological order, in listed (bit) order."""
-    codes: Bits
+    codes: Values
     """Response ``r``'s table packed as bits: ``codes[r]`` holds row ``i`` at bit ``i``.
 
     With more than ``WORD_PARENTS`` parents the table needs several 64-bit words
@@ -96,150 +103,31 @@ class _Mechanism:
     """
     cuts: npt.NDArray[np.uint32]
     """32-bit thresholds: a uniform 32-bit draw ``u`` selects response ``#{cuts <= u}``."""
-    observed: bool
-    """False for a latent variable, which queries may not condition on."""
 
 
 @dataclass(frozen=True)
-class _World:
-    """A parsed public world: mechanisms in topological order."""
+class _Categorical:
+    """A variable of any number of states, compiled for lookup in a flat table array."""
 
-    mechanisms: tuple[_Mechanism, ...]
-    """Mechanisms ordered so that every parent precedes its children."""
-    position: Mapping[str, int]
-    """Variable name -> position in ``mechanisms``."""
-
-
-@dataclass(frozen=True)
-class _Query:
-    """A parsed query over positions of a ``_World``."""
-
-    rung: int
-    """1, 2 or 3 (CONTRACTS §2)."""
-    target: Event
-    """Joint target event."""
-    do: Event
-    """Forced values (empty for rung 1)."""
-    evidence: Event
-    """Joint evidence event; factual for rungs 1 and 3, post-intervention for rung 2."""
+    parents: tuple[int, ...]
+    """Positions of the parents in topological order, in listed order."""
+    strides: tuple[int, ...]
+    """Weight of each parent's state index in the row (CONTRACTS §1)."""
+    rows: int
+    """Rows of one table: the product of the parents' state counts."""
+    outputs: npt.NDArray[np.uint8]
+    """All tables end to end: response ``r``'s output at ``row`` is ``outputs[r * rows + row]``."""
+    cuts: npt.NDArray[np.uint32]
+    """32-bit thresholds: a uniform 32-bit draw ``u`` selects response ``#{cuts <= u}``."""
 
 
-# --------------------------------------------------------------------- parsing
+_Mechanism = _Packed | _Categorical
 
 
-def _field_list(value: Any, field: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InputError(f"expected a list, got {value!r}", field=field)
-    return value
+# ------------------------------------------------------------------- compiling
 
 
-def _field_mapping(value: Any, field: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InputError(f"expected an object, got {value!r}", field=field)
-    return value
-
-
-def _bit(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1):
-        raise InputError(f"expected 0 or 1, got {value!r}", field=field)
-    return int(value)
-
-
-def _probability(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"probability must be a number, got {value!r}", field=field)
-    p = float(value)
-    if not (math.isfinite(p) and 0.0 < p <= 1.0 + PROBABILITY_SLACK):
-        raise InputError(f"probability must be in (0, 1], got {value!r}", field=field)
-    return p
-
-
-def _read_responses(raw: Any, n_parents: int, field: str) -> tuple[list[float], list[list[int]]]:
-    responses = _field_list(raw, field)
-    if not responses:
-        raise InputError("a variable needs at least one response function", field=field)
-    probabilities: list[float] = []
-    tables: list[list[int]] = []
-    for r, response in enumerate(responses):
-        where = f"{field}[{r}]"
-        item = _field_mapping(response, where)
-        probabilities.append(_probability(item.get("p"), f"{where}.p"))
-        table = _field_list(item.get("table"), f"{where}.table")
-        if len(table) != 2**n_parents:
-            raise InputError(
-                f"table has {len(table)} rows, expected 2**{n_parents} = {2**n_parents}",
-                field=f"{where}.table",
-            )
-        bits = [_bit(v, f"{where}.table[{i}]") for i, v in enumerate(table)]
-        if bits in tables:
-            raise InputError(f"duplicate response table {bits!r}", field=f"{where}.table")
-        tables.append(bits)
-    total = math.fsum(probabilities)
-    if abs(total - 1.0) > PROBABILITY_SLACK:
-        raise InputError(f"response probabilities sum to {total!r}, not 1", field=field)
-    return probabilities, tables
-
-
-def _read_declarations(world_json: Any) -> list[tuple[str, bool, list[str], Any]]:
-    world = _field_mapping(world_json, "world")
-    if world.get("schema") != WORLD_SCHEMA:
-        raise InputError(
-            f"unsupported world schema {world.get('schema')!r}, expected {WORLD_SCHEMA!r}",
-            field="schema",
-        )
-    declarations: list[tuple[str, bool, list[str], Any]] = []
-    for i, raw in enumerate(_field_list(world.get("variables"), "variables")):
-        where = f"variables[{i}]"
-        item = _field_mapping(raw, where)
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise InputError(f"variable name must be a non-empty string, got {name!r}",
-                             field=f"{where}.name")
-        observed = item.get("observed")
-        if not isinstance(observed, bool):
-            raise InputError(f"observed must be true or false, got {observed!r}",
-                             field=f"{where}.observed")
-        parents = _field_list(item.get("parents"), f"{where}.parents")
-        if not all(isinstance(p, str) for p in parents) or len(set(parents)) != len(parents):
-            raise InputError(f"parents must be distinct names, got {parents!r}",
-                             field=f"{where}.parents")
-        declarations.append((name, observed, list(parents), item.get("responses")))
-    names = [d[0] for d in declarations]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise InputError(f"duplicate variable name {name!r}", field=f"variables[{i}].name")
-    return declarations
-
-
-def _topological_order(parents_of: Mapping[str, Sequence[str]]) -> list[str]:
-    """Kahn's algorithm; ties broken by name so the order is listing-independent."""
-    for child, parents in parents_of.items():
-        for parent in parents:
-            if parent not in parents_of:
-                raise InputError(f"unknown parent {parent!r} of {child!r}",
-                                 field=f"{child}.parents")
-    waiting = {name: len(parents) for name, parents in parents_of.items()}
-    children: dict[str, list[str]] = {name: [] for name in parents_of}
-    for child, parents in parents_of.items():
-        for parent in parents:
-            children[parent].append(child)
-    ready = sorted(name for name, count in waiting.items() if count == 0)
-    order: list[str] = []
-    while ready:
-        name = ready.pop(0)
-        order.append(name)
-        for child in children[name]:
-            waiting[child] -= 1
-            if waiting[child] == 0:
-                ready.append(child)
-        ready.sort()
-    if len(order) != len(parents_of):
-        stuck = sorted(set(parents_of) - set(order))
-        raise InputError(f"the parent relation has a cycle through {stuck!r}", field="variables")
-    return order
-
-
-def _pack_tables(tables: Sequence[Sequence[int]]) -> Bits:
+def _pack_tables(tables: Sequence[Sequence[int]]) -> Values:
     """Pack each table into the smallest unsigned integer holding one bit per row."""
     width = len(tables[0])
     if width > 64:
@@ -262,80 +150,38 @@ def _cuts(probabilities: Sequence[float]) -> npt.NDArray[np.uint32]:
     return np.minimum(np.round(cumulative * 2.0**32), 2.0**32 - 1).astype(np.uint32)
 
 
-def _compile_world(world_json: Mapping[str, Any]) -> _World:
-    """Validate a public world JSON (CONTRACTS §1) and compile it for sampling.
-
-    Raises InputError naming the field for a wrong schema, a duplicate or
-    unknown variable, a cycle, a table of the wrong length or with values
-    outside {0, 1}, a non-positive probability or probabilities not summing to 1.
-    """
-    declarations = _read_declarations(world_json)
-    parents_of = {name: parents for name, _, parents, _ in declarations}
-    order = _topological_order(parents_of)
-    position = {name: i for i, name in enumerate(order)}
-    by_name = {d[0]: (i, d) for i, d in enumerate(declarations)}
-    mechanisms = []
-    for name in order:
-        listed, (_, observed, parents, raw_responses) = by_name[name]
-        probabilities, tables = _read_responses(
-            raw_responses, len(parents), f"variables[{listed}].responses"
-        )
-        mechanisms.append(
-            _Mechanism(
-                name=name,
-                parents=tuple(position[p] for p in parents),
-                codes=_pack_tables(tables),
-                cuts=_cuts(probabilities),
-                observed=observed,
-            )
-        )
-    return _World(mechanisms=tuple(mechanisms), position=position)
+def _compile_packed(variable: Variable) -> _Packed:
+    return _Packed(parents=variable.parents, codes=_pack_tables(variable.tables),
+                   cuts=_cuts(variable.probabilities))
 
 
-def _read_event(world: _World, raw: Any, field: str, *, allow_latent: bool) -> Event:
-    if raw is None:
-        return {}
-    event: Event = {}
-    for name, value in _field_mapping(raw, field).items():
-        where = f"{field}.{name}"
-        if name not in world.position:
-            raise InputError(f"unknown variable {name!r}", field=where)
-        index = world.position[name]
-        if not allow_latent and not world.mechanisms[index].observed:
-            raise InputError(f"latent variable {name!r} may not be conditioned on", field=where)
-        event[index] = _bit(value, where)
-    return event
-
-
-def _compile_query(world: _World, query_json: Mapping[str, Any], *, field: str = "query") -> _Query:
-    """Validate a query JSON (CONTRACTS §2) against a parsed world.
-
-    Raises InputError naming the field for an unknown rung, variable or value,
-    evidence on a latent variable, or a non-empty ``do`` on a rung-1 query.
-    """
-    query = _field_mapping(query_json, field)
-    rung = query.get("rung")
-    if isinstance(rung, bool) or rung not in (1, 2, 3):
-        raise InputError(f"rung must be 1, 2 or 3, got {rung!r}", field=f"{field}.rung")
-    do = _read_event(world, query.get("do"), f"{field}.do", allow_latent=True)
-    if rung == 1 and do:
-        raise InputError("a rung-1 query cannot carry do()", field=f"{field}.do")
-    return _Query(
-        rung=int(rung),
-        target=_read_event(world, query.get("target"), f"{field}.target", allow_latent=True),
-        do=do,
-        evidence=_read_event(world, query.get("evidence"), f"{field}.evidence",
-                             allow_latent=False),
+def _compile_categorical(variable: Variable) -> _Categorical:
+    return _Categorical(
+        parents=variable.parents, strides=variable.strides, rows=len(variable.tables[0]),
+        outputs=np.asarray(variable.tables, dtype=np.uint8).reshape(-1),
+        cuts=_cuts(variable.probabilities),
     )
+
+
+def _compile(world: PublicWorld, *, packed: bool) -> tuple[_Mechanism, ...]:
+    """Compile every variable for the packed sampler (binary worlds only) or the categorical one."""
+    if packed:
+        return tuple(_compile_packed(v) for v in world.variables)
+    return tuple(_compile_categorical(v) for v in world.variables)
 
 
 # -------------------------------------------------------------------- sampling
 
 
-def _response_index(cuts: npt.NDArray[np.uint32], uniform: npt.NDArray[np.uint32]) -> Bits:
-    """Map 32-bit uniform draws to response indices: the number of cuts at or below each."""
+def _response_index(cuts: npt.NDArray[np.uint32], uniform: npt.NDArray[np.uint32]) -> Values:
+    """Map 32-bit uniform draws to response indices: the number of cuts at or below each.
+
+    Up to 255 responses a uint8 count over the cuts is fastest; past that a binary
+    search, whose platform integers hold any number of responses.
+    """
     if len(cuts) > 254:
-        return np.searchsorted(cuts, uniform, side="right").astype(np.uint16)
+        index: Values = np.searchsorted(cuts, uniform, side="right")
+        return index
     count = np.zeros(len(uniform), dtype=np.uint8)
     for cut in cuts:
         count += uniform >= cut
@@ -350,30 +196,47 @@ def _uniform_words(draws: int, n_variables: int, rng: np.random.Generator) -> li
     return list(flat.reshape(n_variables, draws))
 
 
-def _draw_tables(world: _World, draws: int, rng: np.random.Generator) -> list[Bits]:
-    """Sample every U_V; return, per variable and draw, the selected table packed as bits."""
-    by_name = sorted(range(len(world.mechanisms)), key=lambda i: world.mechanisms[i].name)
-    uniforms = _uniform_words(draws, len(by_name), rng)
-    selected: list[Bits] = [np.empty(0, dtype=np.uint8)] * len(by_name)
-    for index, uniform in zip(by_name, uniforms, strict=True):
-        mechanism = world.mechanisms[index]
-        response = _response_index(mechanism.cuts, uniform)
-        # A multi-word table keeps the response index; its word is chosen per row later.
-        selected[index] = response if mechanism.codes.ndim == 2 else np.take(mechanism.codes,
-                                                                              response)
+def _select(mechanism: _Mechanism, response: Values) -> Values:
+    """What a variable's evaluation needs of its drawn responses.
+
+    Packed: the selected table itself (or, for multi-word tables, the response
+    index; its word is chosen per row later). Categorical: the offset of the
+    selected table in ``outputs``.
+    """
+    if isinstance(mechanism, _Categorical):
+        if mechanism.rows == 1:
+            return response
+        offsets: Values = response.astype(_index_dtype(mechanism)) * mechanism.rows
+        return offsets
+    if mechanism.codes.ndim == 2:
+        return response
+    selected: Values = np.take(mechanism.codes, response)
     return selected
 
 
-def _row(parents: Sequence[Bits]) -> Bits:
+def _draw(
+    world: PublicWorld, mechanisms: Sequence[_Mechanism], draws: int, rng: np.random.Generator
+) -> list[Values]:
+    """Sample every U_V (in order of variable name); return each variable's selection."""
+    by_name = sorted(range(len(mechanisms)), key=lambda i: world.variables[i].name)
+    uniforms = _uniform_words(draws, len(by_name), rng)
+    selected: list[Values] = [np.empty(0, dtype=np.uint8)] * len(by_name)
+    for index, uniform in zip(by_name, uniforms, strict=True):
+        mechanism = mechanisms[index]
+        selected[index] = _select(mechanism, _response_index(mechanism.cuts, uniform))
+    return selected
+
+
+def _row(parents: Sequence[Values]) -> Values:
     """Row of each draw in a table: ``sum(parent_i << i)`` (CONTRACTS §1, first parent = LSB)."""
     dtype = np.uint8 if len(parents) <= 8 else np.uint32
-    row: Bits = parents[0].astype(dtype)
+    row: Values = parents[0].astype(dtype)
     for bit, values in enumerate(parents[1:], start=1):
         np.bitwise_or(row, np.left_shift(values.astype(dtype), bit, dtype=dtype), out=row)
     return row
 
 
-def _evaluate(mechanism: _Mechanism, table: Bits, values: Sequence[Bits]) -> Bits:
+def _evaluate_packed(mechanism: _Packed, table: Values, values: Sequence[Values]) -> Values:
     """Read each draw's selected table at its parents' row: bit ``row`` of the packed table."""
     if not mechanism.parents:
         return table
@@ -381,38 +244,66 @@ def _evaluate(mechanism: _Mechanism, table: Bits, values: Sequence[Bits]) -> Bit
     if mechanism.codes.ndim == 2:
         table = mechanism.codes[table, row >> 6]
         row = (row & 63).astype(np.uint64)
-    bit: Bits = np.bitwise_and(np.right_shift(table, row), 1, dtype=table.dtype)
+    bit: Values = np.bitwise_and(np.right_shift(table, row), 1, dtype=table.dtype)
     return bit
 
 
+def _index_dtype(mechanism: _Categorical) -> type[np.signedinteger[Any]]:
+    """32-bit positions in ``outputs`` when they fit (half the memory traffic of 64-bit)."""
+    return np.int32 if mechanism.outputs.size < 2**31 else np.int64
+
+
+def _evaluate_categorical(
+    mechanism: _Categorical, offsets: Values, values: Sequence[Values]
+) -> Values:
+    """Read each draw's selected table at row ``sum(value(parent_i) * stride_i)``."""
+    if not mechanism.parents:
+        return np.take(mechanism.outputs, offsets)
+    dtype = _index_dtype(mechanism)
+    index = offsets.astype(dtype)
+    scaled = np.empty_like(index)
+    for parent, stride in zip(mechanism.parents, mechanism.strides, strict=True):
+        np.multiply(values[parent], stride, out=scaled, dtype=dtype)
+        index += scaled
+    outputs: Values = np.take(mechanism.outputs, index)
+    return outputs
+
+
+def _evaluate(mechanism: _Mechanism, selected: Values,
+              values: Sequence[Values]) -> Values:
+    if isinstance(mechanism, _Categorical):
+        return _evaluate_categorical(mechanism, selected, values)
+    return _evaluate_packed(mechanism, selected, values)
+
+
 def _solve(
-    world: _World,
-    tables: Sequence[Bits],
+    mechanisms: Sequence[_Mechanism],
+    selected: Sequence[Values],
     do: Event,
-    factual: Sequence[Bits] | None,
-) -> list[Bits]:
+    factual: Sequence[Values] | None,
+) -> list[Values]:
     """Solve a world on fixed exogenous draws, with ``do`` variables forced.
 
     With ``factual`` given, variables whose value cannot differ from the factual
     solution (no forced ancestor) reuse the factual array instead of recomputing.
     """
-    draws = len(tables[0]) if tables else 0
-    values: list[Bits] = []
+    draws = len(selected[0]) if selected else 0
+    values: list[Values] = []
     changed: set[int] = set()
-    for index, mechanism in enumerate(world.mechanisms):
+    for index, mechanism in enumerate(mechanisms):
         if index in do:
             values.append(np.full(draws, do[index], dtype=np.uint8))
             changed.add(index)
         elif factual is not None and not changed.intersection(mechanism.parents):
             values.append(factual[index])
         else:
-            values.append(_evaluate(mechanism, tables[index], values))
+            values.append(_evaluate(mechanism, selected[index], values))
             if factual is not None:
                 changed.add(index)
     return values
 
 
-def _holds(values: Sequence[Bits], event: Event, draws: int) -> Mask:
+def _holds(values: Sequence[Values], event: Event, draws: int) -> Mask:
     mask = np.ones(draws, dtype=np.bool_)
     for index, value in event.items():
         mask &= values[index] == value
@@ -441,16 +332,23 @@ def check_queries(
     """
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise InputError(f"draws must be a positive integer, got {draws!r}", field="draws")
-    world = _compile_world(world_json)
-    parsed = [_compile_query(world, q, field=f"queries[{i}]") for i, q in enumerate(queries)]
-    tables = _draw_tables(world, draws, rng)
-    factual = _solve(world, tables, {}, None)
-    worlds: dict[frozenset[tuple[int, int]], list[Bits]] = {frozenset(): factual}
+    world = read_world(world_json)
+    parsed = [read_query(world, q, field=f"queries[{i}]") for i, q in enumerate(queries)]
+    return _estimate_all(world, parsed, draws=draws, rng=rng, packed=world.is_binary)
+
+
+def _estimate_all(world: PublicWorld, parsed: Sequence[PublicQuery], *, draws: int,
+                  rng: np.random.Generator, packed: bool) -> list[McEstimate]:
+    """Estimate read queries on one set of draws, with the packed or the categorical sampler."""
+    mechanisms = _compile(world, packed=packed)
+    selected = _draw(world, mechanisms, draws, rng)
+    factual = _solve(mechanisms, selected, {}, None)
+    worlds: dict[frozenset[tuple[int, int]], list[Values]] = {frozenset(): factual}
     estimates = []
     for i, query in enumerate(parsed):
         key = frozenset(query.do.items())
         if key not in worlds:
-            worlds[key] = _solve(world, tables, query.do, factual)
+            worlds[key] = _solve(mechanisms, selected, query.do, factual)
         acted = worlds[key]
         evidence_world = acted if query.rung == 2 else factual
         n, hits = _estimate(
