@@ -305,3 +305,13 @@ def test_a_state_of_probability_zero_gets_no_table() -> None:
     responses = cpts.comonotone_categorical([row, (0.3, 0.0, 0.7, 0.0)])
     assert all(r.table[0] != 0 for r in responses)
     assert all(r.table[1] not in (1, 3) for r in responses)
+
+
+def test_the_comonotone_tables_do_not_depend_on_the_chunk_size(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building the tables a few intervals at a time gives the same tables and weights."""
+    rng = np.random.default_rng(21)
+    table = [tuple(float(x) for x in rng.dirichlet(np.ones(4))) for _ in range(9)]
+    whole = cpts.comonotone_categorical(table)
+    monkeypatch.setattr(cpts, "_CHUNK_ENTRIES", 7)
+    assert cpts.comonotone_categorical(table) == whole and len(whole) <= 9 * 3 + 1

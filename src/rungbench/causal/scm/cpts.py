@@ -194,15 +194,23 @@ def comonotone_categorical(table: Sequence[Sequence[float]]) -> tuple[Response, 
     sum_rows(k - 1) + 1 intervals; the interval widths are differences of the sorted cut
     points, so every P(V = s | row) is reproduced to a rounding or two.
     """
-    k = len(table[0])
-    tails = [_tails(row) for row in table]
-    cuts = sorted({0.0, 1.0, *(c for row in tails for c in row)})
+    tails = np.array([_tails(row) for row in table])  # (rows, k-1), decreasing along a row
+    cuts = np.array(sorted({0.0, 1.0, *tails.ravel().tolist()}))
     merged: dict[tuple[int, ...], float] = {}
-    for lo, hi in itertools.pairwise(cuts):
-        out = tuple(next((s for s in range(k - 1, 0, -1) if hi <= row[s - 1]), 0)
-                    for row in tails)
-        merged[out] = merged.get(out, 0.0) + (hi - lo)
+    step = max(1, _CHUNK_ENTRIES // tails.size)
+    for start in range(0, len(cuts) - 1, step):
+        hi = cuts[start + 1:start + 1 + step]
+        lo = cuts[start:start + len(hi)]
+        # the value on [lo, hi) is the number of tails >= hi (they are a prefix of 1..k-1)
+        values = (tails[None, :, :] >= hi[:, None, None]).sum(axis=2)  # (intervals, rows)
+        for a, b, out in zip(lo.tolist(), hi.tolist(), values.tolist(), strict=True):
+            key = tuple(out)
+            merged[key] = merged.get(key, 0.0) + (b - a)
     return tuple(Response(p, t) for t, p in sorted(merged.items()) if p > 0.0)
+
+
+_CHUNK_ENTRIES = 1 << 24
+"""Comparisons :func:`comonotone_categorical` holds at once (intervals x rows x states)."""
 
 
 def _tails(row: Sequence[float]) -> list[float]:
