@@ -284,7 +284,7 @@ def test_child_keeps_the_state_names_pyagrum_rejects() -> None:
     assert 0.0 < oracle.probability(world, q) < 1.0
 
 
-_PYAGRUM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PYAGRUM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 
 
 def _pyagrum_copy(name: str, tmp: Path, states: Mapping[str, tuple[str, ...]]) -> Path:
