@@ -108,3 +108,32 @@ def test_a_categorical_import_round_trips_and_answers_by_state_name(tmp_path: Pa
     with pytest.raises(InputError) as info:
         imports.parse_query(imp, {"rung": 1, "target": {"BP": "VERY HIGH"}})
     assert info.value.field == "target.BP"
+
+
+def test_categorical_counterfactuals_need_a_named_coupling(tmp_path: Path) -> None:
+    """On alarm (CPT-only), a rung-3 query reading CVP at two settings of its parent is refused
+    (coupling_dependent) until a coupling is named; named, the twin network answers it."""
+    imports.import_bif(DATA / "alarm.bif", tmp_path / "alarm")
+    imp = imports.load_import(tmp_path / "alarm")
+    q = imports.parse_query(imp, {"rung": 3, "target": {"CVP": "NORMAL"},
+                                  "do": {"LVEDVOLUME": "NORMAL"},
+                                  "evidence": {"LVEDVOLUME": "HIGH", "CVP": "HIGH"}})
+    with pytest.raises(Refusal) as info:
+        imports.answer(imp, q)
+    assert info.value.codes == ("coupling_dependent",)
+    assert "CVP" in info.value.reasons[0].data["variables"]
+    r = imports.answer(imp, q, coupling="comonotone")
+    assert r["coupling"] == "comonotone" and r["method"] == "elimination"
+    # by hand: CVP = s on U in [P(CVP >= s+1 | row), P(CVP >= s | row)); LVEDVOLUME is set,
+    # so the answer is |NORMAL interval of row NORMAL ∩ HIGH interval of row HIGH| / |the
+    # latter| = |[0.01, 0.96) ∩ [0, 0.70)| / 0.70
+    (cvp,) = [c for c in imp.cpts if c.name == "CVP"]
+    normal, high = (imp.states["LVEDVOLUME"].index(s) for s in ("NORMAL", "HIGH"))
+
+    def interval(row: tuple[float, ...], s: int) -> tuple[float, float]:
+        return sum(row[s + 1:]), sum(row[s:])
+
+    a, b = interval(cvp.table[normal], 1)
+    c, d = interval(cvp.table[high], 2)
+    assert r["value"] == pytest.approx(max(0.0, min(b, d) - max(a, c)) / (d - c), abs=1e-12)
+    assert r["value"] == pytest.approx(0.69 / 0.70, abs=1e-12)
