@@ -32,6 +32,11 @@ its compiled plan; ``rerun`` runs the compiled contractions again
 ``tw`` is the treewidth (networkx min-fill) of the moralized graph of the query's ancestral
 set; targets: warm <= 0.5x pyAgrum up to treewidth 20, cold <= 1.0x. ``--pyagrum-only`` runs
 only it; ``--wide-only`` only its ``dense^`` rows and the rung-3 line.
+
+``--networks`` runs only the bnlearn part (``benchmarks/causal_networks.py``): per bundled
+network (binary and categorical), nodes, largest state count, median ms per query of ours
+and of pyAgrum, cold and warm, over ``--network-queries`` random queries, and the largest
+|ours - pyAgrum|.
 """
 
 from __future__ import annotations
@@ -538,7 +543,16 @@ def main() -> None:
     ap.add_argument("--pyagrum-worlds", type=int, default=3, help="worlds per pyAgrum size")
     ap.add_argument("--wide-only", action="store_true",
                     help="only the treewidth 17-20 rows (dense^) and the twin-network row")
+    ap.add_argument("--networks", action="store_true",
+                    help="only the bnlearn networks vs pyAgrum (benchmarks/causal_networks.py)")
+    ap.add_argument("--network-queries", type=int, default=200,
+                    help="random queries per network (--networks)")
     args = ap.parse_args()
+    if args.networks:
+        from causal_networks import networks_table
+
+        networks_table(args.network_queries, args.seed)
+        return
     if args.pyagrum_only or args.wide_only:
         pyagrum_table(args.pyagrum_worlds, args.repeat, args.seed, wide_only=args.wide_only)
         return

@@ -76,6 +76,26 @@ def test_bif_import_and_queries_through_the_cli(tmp_path: Path) -> None:
     assert code == 1 and doc["error"] == "input_error"
 
 
+def test_categorical_bif_queries_take_state_names(tmp_path: Path) -> None:
+    """child (six-state Disease, the 'Asy/Patch' state) imports; --query may name states, an
+    unknown state name is an input error naming the field (exit 1)."""
+    out = tmp_path / "child"
+    code, doc = _invoke(["import", "bif", str(ROOT / "bnlearn" / "child.bif"), "--out", str(out)])
+    assert code == 0 and doc["n_variables"] == 20
+    by_name = ('{"rung": 2, "target": {"ChestXray": "Asy/Patch"}, "do": {"Disease": "Lung"}, '
+               '"evidence": {"LowerBodyO2": "<5"}}')
+    code, doc = _invoke(["query", str(out), "--query", by_name])
+    assert code == 0 and doc["query"]["target"] == {"ChestXray": 4}
+    assert doc["query_states"]["do"] == {"Disease": "Lung"}
+    code, same = _invoke(["query", str(out), "--query",
+                          '{"rung": 2, "target": {"ChestXray": 4}, "do": {"Disease": 5}, '
+                          '"evidence": {"LowerBodyO2": 0}}'])
+    assert code == 0 and same["value"] == doc["value"]
+    code, doc = _invoke(["query", str(out), "--query",
+                         '{"rung": 1, "target": {"Disease": "Flu"}}'])
+    assert code == 1 and doc["error"] == "input_error" and "target.Disease" in str(doc)
+
+
 def test_export_table_writes_inferred_records(tmp_path: Path) -> None:
     """``export-table`` of a JSONL file writes the rows with the inferred schema."""
     src = tmp_path / "t.jsonl"

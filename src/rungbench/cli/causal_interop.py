@@ -116,13 +116,10 @@ def import_inspect_command(
 
 
 def _parse_query(text: str) -> Any:
-    from rungbench.causal.scm.world import Query
-
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"--query is not JSON: {exc.msg}", field="query") from None
-    return Query.from_json(doc)
 
 
 def query_command(
@@ -156,7 +153,8 @@ def query_command(
     def act() -> dict[str, Any]:
         imported = imports.load_any(source, model)
         if query is not None:
-            return imports.answer(imported, _parse_query(query), coupling=coupling)
+            parsed = imports.parse_query(imported, _parse_query(query))
+            return imports.answer(imported, parsed, coupling=coupling)
         ms = None if mediators is None else [m.strip() for m in mediators.split(",") if m]
         return imports.answer_estimand(imported, str(estimand), str(x), str(y),
                                        coupling=coupling, mediator_set=ms)

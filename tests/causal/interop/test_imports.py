@@ -9,7 +9,7 @@ import pytest
 
 from rungbench.causal.interop import imports
 from rungbench.causal.scm.world import Query
-from rungbench.errors import IntegrityError, Refusal
+from rungbench.errors import InputError, IntegrityError, Refusal
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "bnlearn"
 
@@ -73,3 +73,67 @@ def test_tampered_or_existing_imports_fail_closed(tmp_path: Path) -> None:
     (tmp_path / "c" / "world.json").write_text(json.dumps(doc) + " ")
     with pytest.raises(IntegrityError, match="changed"):
         imports.load_import(tmp_path / "c")
+
+
+def test_binary_imports_are_byte_for_byte_as_before(tmp_path: Path) -> None:
+    """An all-binary network's import.json and world.json keep their digests (computed
+    before categorical imports existed)."""
+    from rungbench.evidence.canonical import bytes_digest
+
+    imports.import_bif(DATA / "asia.bif", tmp_path / "a")
+    assert bytes_digest((tmp_path / "a" / "import.json").read_bytes()) == (
+        "sha256:6577d6fa9b550d22798e156631e9d7f347b40cb0a8f758bbfb62bfe08a7a4fdc")
+    assert bytes_digest((tmp_path / "a" / "world.json").read_bytes()) == (
+        "sha256:e16cdbb052f959eb5a0b1536f883b5f5dba334bfbbb6ccebb8b1442815df70ea")
+
+
+def test_a_categorical_import_round_trips_and_answers_by_state_name(tmp_path: Path) -> None:
+    """alarm imports as a rungbench.world/2 world whose CPT tables and state names survive
+    the sealed round trip; a query naming states equals the same query by index."""
+    s = imports.import_bif(DATA / "alarm.bif", tmp_path / "alarm")
+    assert s["n_variables"] == 37 and s["max_cpt_error"] <= 1e-6
+    assert "inverse CDF" in s["encoding"]
+    doc = json.loads((tmp_path / "alarm" / "world.json").read_text())
+    assert doc["schema"] == "rungbench.world/2"
+    imp = imports.load_import(tmp_path / "alarm")
+    assert imp.states["BP"] == ("LOW", "NORMAL", "HIGH")
+    named = imports.parse_query(imp, {"rung": 2, "target": {"BP": "HIGH"},
+                                      "do": {"HR": "LOW"}, "evidence": {"CO": "NORMAL"}})
+    assert named == Query(2, {"BP": 2}, {"HR": 0}, {"CO": 1})
+    r = imports.answer(imp, named)
+    assert r["query_states"] == {"target": {"BP": "HIGH"}, "do": {"HR": "LOW"},
+                                 "evidence": {"CO": "NORMAL"}}
+    assert r["value"] == imports.answer(imp, Query(2, {"BP": 2}, {"HR": 0}, {"CO": 1}))["value"]
+    assert 0.0 < r["value"] < 1.0 and r["coupling_invariant"]
+    with pytest.raises(InputError) as info:
+        imports.parse_query(imp, {"rung": 1, "target": {"BP": "VERY HIGH"}})
+    assert info.value.field == "target.BP"
+
+
+def test_categorical_counterfactuals_need_a_named_coupling(tmp_path: Path) -> None:
+    """On alarm (CPT-only), a rung-3 query reading CVP at two settings of its parent is refused
+    (coupling_dependent) until a coupling is named; named, the twin network answers it."""
+    imports.import_bif(DATA / "alarm.bif", tmp_path / "alarm")
+    imp = imports.load_import(tmp_path / "alarm")
+    q = imports.parse_query(imp, {"rung": 3, "target": {"CVP": "NORMAL"},
+                                  "do": {"LVEDVOLUME": "NORMAL"},
+                                  "evidence": {"LVEDVOLUME": "HIGH", "CVP": "HIGH"}})
+    with pytest.raises(Refusal) as info:
+        imports.answer(imp, q)
+    assert info.value.codes == ("coupling_dependent",)
+    assert "CVP" in info.value.reasons[0].data["variables"]
+    r = imports.answer(imp, q, coupling="comonotone")
+    assert r["coupling"] == "comonotone" and r["method"] == "elimination"
+    # by hand: CVP = s on U in [P(CVP >= s+1 | row), P(CVP >= s | row)); LVEDVOLUME is set,
+    # so the answer is |NORMAL interval of row NORMAL ∩ HIGH interval of row HIGH| / |the
+    # latter| = |[0.01, 0.96) ∩ [0, 0.70)| / 0.70
+    (cvp,) = [c for c in imp.cpts if c.name == "CVP"]
+    normal, high = (imp.states["LVEDVOLUME"].index(s) for s in ("NORMAL", "HIGH"))
+
+    def interval(row: tuple[float, ...], s: int) -> tuple[float, float]:
+        return sum(row[s + 1:]), sum(row[s:])
+
+    a, b = interval(cvp.table[normal], 1)
+    c, d = interval(cvp.table[high], 2)
+    assert r["value"] == pytest.approx(max(0.0, min(b, d) - max(a, c)) / (d - c), abs=1e-12)
+    assert r["value"] == pytest.approx(0.69 / 0.70, abs=1e-12)

@@ -12,7 +12,7 @@ from rungbench.causal.scm import elimination, enumeration, estimands, oracle
 from rungbench.causal.scm import mechanisms as mech
 from rungbench.causal.scm.cpts import Cpt, world_from_cpts
 from rungbench.causal.scm.random_dag import DagSpec, random_world
-from rungbench.causal.scm.world import Query, Variable, World
+from rungbench.causal.scm.world import Query, Response, Variable, World
 from rungbench.errors import InputError
 
 
@@ -169,3 +169,19 @@ def test_a_partial_mediator_set_can_make_natural_effects_coupling_dependent() ->
     w = world_from_cpts("w", net)
     assert estimands.coupled(w, "nde", "X", "Y") == ()
     assert estimands.coupled(w, "nde", "X", "Y", mediator_set=["M"]) == ("W",)
+
+
+def test_risk_difference_estimands_refuse_a_categorical_treatment_or_outcome() -> None:
+    """ATE/ETT/NDE/NIE read Y = 1 under X = 1 vs 0: a 3-state X or Y is refused naming the
+    role (``x`` / ``y``), by the estimate and by the coupling check."""
+    x = Variable("X", (), (Response(0.5, (0,)), Response(0.3, (1,)), Response(0.2, (2,))),
+                 True, ("a", "b", "c"))
+    y = Variable("Y", ("X",), (Response(0.6, (0, 1, 1)), Response(0.4, (1, 1, 0))))
+    w = World("cat", (x, y))
+    for name in estimands.ESTIMANDS:
+        with pytest.raises(InputError) as info:
+            estimands.estimate(w, name, "X", "Y")
+        assert info.value.field == "x"
+        with pytest.raises(InputError) as info:
+            estimands.coupled(w, name, "Y", "X")
+        assert info.value.field == "y"

@@ -11,6 +11,7 @@ from rungbench.causal.scm.joint import (
     ObservedJoint,
     ObservedMarginals,
     observed_distribution,
+    observed_joint,
 )
 from rungbench.causal.scm.world import Response, Variable, World
 
@@ -36,3 +37,24 @@ def test_lazy_marginal_matches_hand_value() -> None:
     assert lazy.prob({"R00": 1, "R01": 1}) == pytest.approx(0.27, abs=1e-12)
     assert lazy.prob({"R01": 1}) == pytest.approx(0.34, abs=1e-12)
     np.testing.assert_allclose(lazy.marginal(["R01", "R00"]).sum(), 1.0)
+
+
+def test_the_observed_joint_of_a_categorical_world_has_one_axis_per_state_count() -> None:
+    """Enumeration and elimination give the same joint over 2..4-state variables (1e-12),
+    shaped by the state counts, and its marginals equal the oracle's rung-1 answers."""
+    from tests.causal.scm.test_elimination import categorical_world
+
+    from rungbench.causal.scm import oracle
+    from rungbench.causal.scm.world import Query
+
+    w = categorical_world(np.random.default_rng(5), 6, "cj")
+    joint = observed_joint(w)
+    assert joint.table.shape == tuple(w.card(n) for n in joint.names)
+    assert float(joint.table.sum()) == pytest.approx(1.0, abs=1e-12)
+    big = ObservedMarginals(w)
+    for n in joint.names:
+        assert np.allclose(joint.marginal([n]), big.marginal([n]), atol=1e-12)
+        for s in range(w.card(n)):
+            assert joint.prob({n: s}) == pytest.approx(
+                oracle.probability(w, Query(1, {n: s}, {}, {}), method="elimination"),
+                abs=1e-12)

@@ -161,3 +161,116 @@ def test_rung3_query_without_do_is_an_input_error() -> None:
     with pytest.raises(InputError) as exc:
         check_query(w, Query(3, {"B": 1}, {}, {"A": 1}))
     assert exc.value.field == "do"
+
+
+# --- categorical worlds (rungbench.world/2) ---------------------------------------------
+
+BUNDLED_DIGESTS = {  # computed with the binary-only world module (before world/2 existed)
+    "confounded": "sha256:4e4ac13a081ef9c1ef9f85c0f1e5c0f8e7f69ebd7e6fcf94923581dd8c0999a4",
+    "xor": "sha256:0795deb28f9a0d15e6f82c58dfca2abd5e32901bcc1cff054408b0482634f50a",
+}
+
+
+def _categorical_doc() -> dict[str, Any]:
+    return {
+        "schema": "rungbench.world/2",
+        "world_id": "c1",
+        "variables": [
+            {"name": "W", "observed": True, "parents": [], "states": ["low", "mid", "high"],
+             "responses": [{"p": 0.2, "table": [0]}, {"p": 0.5, "table": [1]},
+                           {"p": 0.3, "table": [2]}]},
+            {"name": "S", "observed": True, "parents": [], "states": ["off", "on"],
+             "responses": [{"p": 0.4, "table": [0]}, {"p": 0.6, "table": [1]}]},
+            # Y = W + S capped at 2, read through the row rule row = W + 3 * S
+            {"name": "Y", "observed": True, "parents": ["W", "S"], "states": ["a", "b", "c"],
+             "responses": [{"p": 1.0, "table": [0, 1, 2, 1, 2, 2]}]},
+        ],
+    }
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLED_DIGESTS))
+def test_binary_worlds_keep_schema_1_and_their_digests(name: str) -> None:
+    """A bundled all-binary world renders as rungbench.world/1, byte for byte as before."""
+    import json
+    from pathlib import Path
+
+    import rungbench
+    from rungbench.evidence.canonical import bytes_digest, canonical_bytes
+
+    cases = Path(rungbench.__file__).parent / "causal" / "data" / "hand_cases.json"
+    world = World.from_json(json.loads(cases.read_text())["worlds"][name])
+    doc = world.to_json(seed=3)
+    assert doc["schema"] == "rungbench.world/1" and world.is_binary
+    assert all("states" not in v for v in doc["variables"])
+    assert bytes_digest(canonical_bytes(doc)) == BUNDLED_DIGESTS[name]
+
+
+def test_categorical_world_round_trips_as_schema_2() -> None:
+    """A world with a three-state variable is rungbench.world/2 and survives the round trip."""
+    w = World.from_json(_categorical_doc())
+    assert not w.is_binary and w.card("W") == 3 and w.card("S") == 2
+    for seed in range(4):
+        doc = w.to_json(seed=seed)
+        assert doc["schema"] == "rungbench.world/2"
+        assert all("states" in v for v in doc["variables"])
+        assert World.from_json(doc) == w
+
+
+def test_row_index_is_mixed_radix_first_parent_least_significant() -> None:
+    """The row of (W=w, S=s) is w + 3*s: Y's CPD puts each row's mass on W + S capped at 2."""
+    y = World.from_json(_categorical_doc()).var("Y")
+    assert y.strides == (1, 3) and y.rows == 6
+    expected = [min(2, w + s) for s in range(2) for w in range(3)]
+    assert y.cpd().shape == (3, 6)
+    assert [int(np.argmax(y.cpd()[:, r])) for r in range(6)] == expected
+
+
+def test_a_named_binary_variable_makes_the_world_schema_2() -> None:
+    """Naming the states of an all-binary world makes it /2; nameless variables get 0 and 1."""
+    a = Variable("A", (), (Response(1.0, (1,)),), True, ("no", "yes"))
+    b = Variable("B", ("A",), (Response(1.0, (0, 1)),))
+    w = World("n", (a, b))
+    assert w.to_json(seed=0)["schema"] == "rungbench.world/2"
+    assert w.var("B").states == ("0", "1")
+    assert World.from_json(w.to_json(seed=0)) == w
+
+
+@pytest.mark.parametrize(("mutate", "field"), [
+    (lambda d: d["variables"][0].update(states=["x"]), "states"),
+    (lambda d: d["variables"][0].update(states=["x", "x", "y"]), "states"),
+    (lambda d: d["variables"][0].update(states=[f"s{i}" for i in range(65)]), "states"),
+    (lambda d: d["variables"][0].update(states=["x", "", "y"]), "states"),
+    (lambda d: d["variables"][1].pop("states"), "states"),
+    (lambda d: d["variables"][2]["responses"][0].update(table=[0, 1, 3, 1, 2, 2]), "table"),
+    (lambda d: d["variables"][2]["responses"][0].update(table=[0, 1, 2, 1]), "table"),
+    (lambda d: d.update(schema="rungbench.world/1"), "states"),
+])
+def test_malformed_categorical_worlds_name_the_field(mutate: Any, field: str) -> None:
+    """Bad state lists, missing states in /2, out-of-range outputs, short tables and states in
+    a /1 document are InputErrors naming the field."""
+    doc = _categorical_doc()
+    mutate(doc)
+    with pytest.raises(InputError) as exc:
+        World.from_json(doc)
+    assert exc.value.field is not None and field in exc.value.field
+
+
+def test_query_values_may_be_state_names() -> None:
+    """Query values are indices or state names; unknown names and values name the field."""
+    w = World.from_json(_categorical_doc())
+    q = Query.from_json({"rung": 2, "target": {"Y": "c"}, "do": {"W": "high"},
+                         "evidence": {"S": 0}}, states=w.state_names())
+    assert q == Query(2, {"Y": 2}, {"W": 2}, {"S": 0})
+    check_query(w, q)
+    for doc, field in (({"rung": 1, "target": {"Y": "d"}}, "target.Y"),
+                       ({"rung": 1, "target": {"Y": 3}}, "target.Y"),
+                       ({"rung": 1, "target": {"Y": True}}, "target.Y")):
+        with pytest.raises(InputError) as exc:
+            Query.from_json(doc, states=w.state_names())
+        assert exc.value.field == field
+    with pytest.raises(InputError) as exc:
+        Query.from_json({"rung": 1, "target": {"Y": "c"}})
+    assert exc.value.field == "target.Y"
+    with pytest.raises(InputError) as exc:
+        check_query(w, Query(1, {"W": 3}, {}, {}))
+    assert exc.value.field == "target.W"

@@ -2,12 +2,14 @@
 
 An import directory is a sealed directory (``evidence.sealed``) of kind
 ``rungbench.cpt_import`` holding ``import.json`` (schema ``rungbench.cpt_import/1``):
-the source file's digest, the CPTs at full precision, the state names, the encoding
-(`cpts.ENCODING`), the coupling caveat (`cpts.COUPLING_NOTE`), the coupling the import
-was made with (``null`` = unspecified; the comonotone world then stands in for every
-coupling on the queries that cannot tell them apart), and ``world.json`` — the
-`rungbench.world/1` document of the encoded world. Readers rebuild the world from the
-CPTs and refuse (IntegrityError) when it differs from ``world.json``.
+the source file's digest, the CPTs at full precision (a variable of more than two states
+as ``table``: P(V=s | row) per row), the state names, the encoding (`cpts.ENCODING`, or
+`cpts.CATEGORICAL_ENCODING` when a variable has more than two states), the coupling caveat
+(`cpts.COUPLING_NOTE`), the coupling the import was made with (``null`` = unspecified; the
+comonotone world then stands in for every coupling on the queries that cannot tell them
+apart), and ``world.json`` — the `rungbench.world/1` (all-binary network) or
+`rungbench.world/2` document of the encoded world. Readers rebuild the world from the CPTs
+and refuse (IntegrityError) when it differs from ``world.json``.
 
 Queries go through :func:`answer`: rung 1 and 2 always; a rung-3 query (or PN/PS) whose
 value depends on the coupling is refused (``coupling_dependent``, exit 3) unless a
@@ -25,7 +27,7 @@ from typing import Any
 from rungbench.causal.interop.bif import BifNetwork, read_bif
 from rungbench.causal.scm import cpts as cpt_module
 from rungbench.causal.scm import estimands, oracle
-from rungbench.causal.scm.cpts import COUPLING_NOTE, ENCODING, Coupling, Cpt
+from rungbench.causal.scm.cpts import CATEGORICAL_ENCODING, COUPLING_NOTE, ENCODING, Coupling, Cpt
 from rungbench.causal.scm.world import Query, World
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes
@@ -49,8 +51,8 @@ class Imported:
     """World id (the network name)."""
     cpts: tuple[Cpt, ...]
     """CPTs at full precision."""
-    states: Mapping[str, tuple[str, str]]
-    """State names: value 0 = first, value 1 = second."""
+    states: Mapping[str, tuple[str, ...]]
+    """State names per variable: value i = the (i+1)-th listed."""
     coupling: str | None
     """Coupling named at import, or None (unspecified)."""
     world: World
@@ -73,21 +75,29 @@ def _build(world_id: str, cpts: Sequence[Cpt], coupling: str) -> World:
     return cpt_module.world_from_cpts(world_id, cpts, coupling=named)
 
 
-def import_document(world_id: str, cpts: Sequence[Cpt], states: Mapping[str, tuple[str, str]],
-                    source: Mapping[str, Any], coupling: str | None) -> tuple[dict[str, Any],
-                                                                           World]:
+BINARY_CONVENTION = "value 0 = the first listed state, value 1 = the second"
+"""How an all-binary import maps states to values."""
+
+CATEGORICAL_CONVENTION = ("value i = the (i+1)-th listed state (0 = the first); queries may "
+                          "also name a state")
+"""How an import with a variable of more than two states maps states to values."""
+
+
+def import_document(world_id: str, cpts: Sequence[Cpt],
+                    states: Mapping[str, tuple[str, ...]], source: Mapping[str, Any],
+                    coupling: str | None) -> tuple[dict[str, Any], World]:
     """The ``import.json`` document and the encoded world."""
     world = _build(world_id, cpts, coupling or "comonotone")
     error = cpt_module.max_cpt_error(world, cpts)
+    binary = world.is_binary
     doc = {
         "schema": IMPORT_SCHEMA,
         "world_id": world_id,
         "source": dict(source),
-        "value_convention": "value 0 = the first listed state, value 1 = the second",
+        "value_convention": BINARY_CONVENTION if binary else CATEGORICAL_CONVENTION,
         "states": {k: list(v) for k, v in states.items()},
-        "cpts": [{"name": c.name, "parents": list(c.parents), "p_one": list(c.p_one)}
-                 for c in cpts],
-        "encoding": ENCODING,
+        "cpts": [_cpt_json(c) for c in cpts],
+        "encoding": ENCODING if binary else CATEGORICAL_ENCODING,
         "coupling": coupling,
         "coupling_note": COUPLING_NOTE,
         "max_cpt_error": error,
@@ -95,6 +105,26 @@ def import_document(world_id: str, cpts: Sequence[Cpt], states: Mapping[str, tup
         "response_tables": {v.name: len(v.responses) for v in world.variables},
     }
     return doc, world
+
+
+def _cpt_json(c: Cpt) -> dict[str, Any]:
+    """One CPT of ``import.json``: binary ones as before (``p_one``), named or larger ones
+    with their ``states`` and, past two states, ``table`` (P(V=s | row) per row)."""
+    out: dict[str, Any] = {"name": c.name, "parents": list(c.parents)}
+    if c.table:
+        out["table"] = [list(row) for row in c.table]
+    else:
+        out["p_one"] = list(c.p_one)
+    if c.states:
+        out["states"] = list(c.states)
+    return out
+
+
+def _cpt_from_json(c: Mapping[str, Any]) -> Cpt:
+    names = tuple(str(s) for s in c.get("states", ()))
+    table = tuple(tuple(float(q) for q in row) for row in c.get("table", ()))
+    p_one = () if table else tuple(float(q) for q in c["p_one"])
+    return Cpt(str(c["name"]), tuple(str(p) for p in c["parents"]), p_one, True, names, table)
 
 
 def write_import(out: Path, doc: Mapping[str, Any], world: World, *, force: bool) -> None:
@@ -106,7 +136,7 @@ def write_import(out: Path, doc: Mapping[str, Any], world: World, *, force: bool
 
 def import_bif(path: Path, out: Path, *, coupling: str | None = None,
                force: bool = False) -> dict[str, Any]:
-    """Import an all-binary BIF file into the sealed directory ``out``; return a summary."""
+    """Import a BIF file into the sealed directory ``out``; return a summary."""
     net: BifNetwork = read_bif(path)
     world_id = path.stem if net.name in ("unknown", "") else net.name
     source = {"kind": "bif", "file": path.name, "sha256": bytes_digest(path.read_bytes())}
@@ -139,9 +169,8 @@ def load_import(directory: Path) -> Imported:
         raise InputError(f"schema must be {IMPORT_SCHEMA!r}", path=str(directory / "import.json"),
                          field="schema")
     try:
-        cpts = tuple(Cpt(str(c["name"]), tuple(str(p) for p in c["parents"]),
-                         tuple(float(q) for q in c["p_one"])) for c in doc["cpts"])
-        states = {str(k): (str(v[0]), str(v[1])) for k, v in doc["states"].items()}
+        cpts = tuple(_cpt_from_json(c) for c in doc["cpts"])
+        states = {str(k): tuple(str(s) for s in v) for k, v in doc["states"].items()}
         world_id, coupling = str(doc["world_id"]), doc["coupling"]
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise InputError(f"malformed import document: {exc!r}",
@@ -152,6 +181,12 @@ def load_import(directory: Path) -> Imported:
     return Imported(world_id, cpts, states, coupling, world, doc)
 
 
+def parse_query(imported: Imported, doc: Mapping[str, Any]) -> Query:
+    """A `rungbench.query/1` document on ``imported``: values are indices or the state names
+    the import recorded (CONTRACTS §2)."""
+    return Query.from_json(doc, states=imported.states)
+
+
 def answer(imported: Imported, query: Query, *, coupling: str | None = None) -> dict[str, Any]:
     """The exact value of ``query``; refuses a coupling-dependent one with no coupling named."""
     named = coupling if coupling is not None else imported.coupling
@@ -159,10 +194,21 @@ def answer(imported: Imported, query: Query, *, coupling: str | None = None) -> 
     coupled = cpt_module.coupling_dependence(world, query)
     cpt_module.require_coupling_free(world, coupled, f"rung-{query.rung} query", named)
     result = oracle.answer(world, query)
-    return {"world_id": imported.world_id, "query": query.to_json(), "value": result.value,
+    return {"world_id": imported.world_id, "query": query.to_json(),
+            "query_states": _named(imported, query), "value": result.value,
             "method": result.method, "coupling": named,
             "coupling_dependent": list(coupled),
             "coupling_invariant": not coupled}
+
+
+def _named(imported: Imported, query: Query) -> dict[str, dict[str, str]]:
+    """The query's values as state names (each part of the query document)."""
+    out: dict[str, dict[str, str]] = {}
+    for part in ("target", "do", "evidence"):
+        event: Mapping[str, int] = getattr(query, part)
+        out[part] = {k: imported.states[k][v] for k, v in event.items()
+                     if k in imported.states and v < len(imported.states[k])}
+    return out
 
 
 def answer_estimand(imported: Imported, name: str, x: str, y: str, *,

@@ -1,7 +1,8 @@
 """Causal worlds and the exact oracle (seed 003, "Worlds" and "The oracle").
 
-``world`` (``World``, ``Variable``, ``Response``, ``Query``), ``mechanisms``, ``motifs``
-and ``random_dag`` make binary SCMs; ``enumeration`` and ``elimination`` are the two
+``world`` (``World``, ``Variable``, ``Response``, ``Query``) holds SCMs over variables of
+2..64 states (binary ones as `rungbench.world/1`); ``mechanisms``, ``motifs`` and
+``random_dag`` make binary SCMs; ``enumeration`` and ``elimination`` are the two
 exact engines behind ``oracle`` (rungs 1–3, PN/PS/PNS, NDE/NIE) and ``joint`` (the
 observed distribution); ``cpts`` builds worlds from Bayesian-network CPTs and decides
 which queries their unspecified cross-row coupling can change; ``estimands`` gives ATE,

@@ -12,7 +12,8 @@ memory check reads the largest table from them (:attr:`Contraction.largest`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,14 @@ class Contraction:
     """Axes of the result, in this order."""
     largest: int
     """Variables of the largest table built (inputs and every call's output)."""
+    outputs: tuple[tuple[str, ...], ...] = ()
+    """Axes of every call's result, in call order (:meth:`largest_entries` reads them)."""
+
+    def largest_entries(self, cards: Mapping[str, int]) -> int:
+        """Entries of the largest table built (inputs and every call's output), each axis
+        holding ``cards[axis]`` values (2 when absent)."""
+        return max((math.prod(cards.get(a, 2) for a in scope)
+                    for scope in (*self.layouts, *self.outputs)), default=1)
 
     def align(self, slot: int, variables: Sequence[str], table: np.ndarray) -> np.ndarray:
         """``table`` (axes ``variables``) with its axes in the layout of input ``slot``."""
@@ -64,7 +73,7 @@ class Contraction:
                                     optimize=False, order="C"))
                 slots[a] = slots[b] = None  # each table is read once: free it
                 continue
-            if not operands:
+            if not operands:  # only when there is no factor at all: then ``out`` is empty
                 slots.append(np.ones((2,) * len(out)))
                 continue
             args: list[Any] = []
@@ -228,4 +237,5 @@ def compile_contraction(scopes: Sequence[Sequence[str]], order: Sequence[str],
     keep_t = tuple(keep)
     build.multiply(sorted(live), None, keep_t)
     largest = max([len(sc) for sc in scopes] + [len(call[3]) for call in build.calls])
-    return Contraction(tuple(build.inputs), tuple(build.calls), keep_t, largest)
+    outputs = tuple(build.layout[build.n_inputs + i] for i in range(len(build.calls)))
+    return Contraction(tuple(build.inputs), tuple(build.calls), keep_t, largest, outputs)

@@ -1,4 +1,4 @@
-"""Variable elimination over binary factors, and the twin network for rung 3.
+"""Variable elimination over finite factors, and the twin network for rung 3.
 
 For worlds too large to enumerate (seed 003, "Cost report": enumeration is
 impractical past ~15 nodes). Rungs 1 and 2 use each variable's CPD with U_V
@@ -22,6 +22,7 @@ calls (``contraction``). The plan and its answer are kept per world.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,18 +48,23 @@ FLOAT_BYTES = 8
 
 @dataclass(frozen=True)
 class Factor:
-    """A nonnegative table over binary variables."""
+    """A nonnegative table over finite variables."""
 
     variables: tuple[str, ...]
     """Axis names; axis i holds the value of variables[i]."""
     table: np.ndarray
-    """Array of shape (2,) * len(variables)."""
+    """Array with one axis per variable, of length its number of values."""
 
 
-def _bits_table(k: int) -> np.ndarray:
-    """Row index -> parent bits, shape (2**k, k); bit i is (row >> i) & 1."""
-    idx = np.arange(2**k)
-    return ((idx[:, None] >> np.arange(k)[None, :]) & 1).astype(np.int64)
+def _assignments(cards: Sequence[int]) -> np.ndarray:
+    """Row index -> values, shape (prod(cards), len(cards)); the first variable is the least
+    significant digit (for binary variables, bit i is (row >> i) & 1)."""
+    idx = np.arange(math.prod(cards))
+    out = np.empty((idx.size, len(cards)), dtype=np.int64)
+    for i, k in enumerate(cards):
+        out[:, i] = idx % k
+        idx = idx // k
+    return out
 
 
 def cpd_factor(v: Variable, node: str, parent_nodes: Sequence[str]) -> Factor:
@@ -70,16 +76,18 @@ def _cpd_axes(v: Variable) -> np.ndarray:
     """P(V | parents) as an array over (V, *parents), built once per variable (read-only)."""
     table = v.__dict__.get("_cpd_axes")  # the same table whatever the node names
     if table is None:
-        table = _rows_to_axes(v.cpd(), len(v.parents), lead=1)  # axis 0: V, 1: row index
+        table = _rows_to_axes(v.cpd(), v.parent_cards, lead=1)  # axis 0: V, 1: row index
         table.setflags(write=False)
         object.__setattr__(v, "_cpd_axes", table)
     return np.asarray(table)
 
 
-def _rows_to_axes(arr: np.ndarray, k: int, *, lead: int) -> np.ndarray:
-    """Reshape a trailing row-index axis (first parent = LSB) into k binary axes."""
-    shaped = arr.reshape(arr.shape[:lead] + (2,) * k)
-    # C-order reshape puts the most significant bit first; reverse the parent axes.
+def _rows_to_axes(arr: np.ndarray, cards: Sequence[int], *, lead: int) -> np.ndarray:
+    """Reshape a trailing row-index axis (first parent = least significant digit) into one
+    axis per parent, of length ``cards[i]``."""
+    k = len(cards)
+    shaped = arr.reshape(arr.shape[:lead] + tuple(reversed(cards)))
+    # C-order reshape puts the most significant digit first; reverse the parent axes.
     order = list(range(lead)) + [lead + k - 1 - i for i in range(k)]
     return np.ascontiguousarray(shaped.transpose(order)) if k else shaped
 
@@ -88,32 +96,35 @@ def shared_noise_factor(v: Variable, copies: Sequence[tuple[str, Sequence[str | 
     """Joint factor over the copies of V that share U_V (twin network).
 
     ``copies`` lists (node, parents) per copy; a parent is a node name or a
-    constant 0/1 (an intervened value). The factor is
+    constant value (an intervened value). The factor is
     sum_r p_r prod_c 1[node_c = table_r(parents_c)].
     """
     copy_nodes = [c[0] for c in copies]
     parent_nodes = [n for n in dict.fromkeys(
         p for _, ps in copies for p in ps if isinstance(p, str)) if n not in copy_nodes]
     axes = copy_nodes + parent_nodes
-    m = len(parent_nodes)
-    assign = _bits_table(m)  # (2**m, m): values of parent_nodes
+    card_of = {p: k for _, ps in copies for p, k in zip(ps, v.parent_cards, strict=True)
+               if isinstance(p, str)}
+    cards = [card_of[n] for n in parent_nodes]
+    n_rows = math.prod(cards)
+    assign = _assignments(cards)  # (rows, m): values of parent_nodes
     probs = np.array([r.p for r in v.responses])
-    tables = np.array([r.table for r in v.responses], dtype=np.int64)  # (R, 2**k)
-    shape = (2,) * len(copy_nodes) + (2**m,)
+    tables = np.array([r.table for r in v.responses], dtype=np.int64)  # (R, V's rows)
+    shape = (v.card,) * len(copy_nodes) + (n_rows,)
     out = np.zeros(shape)
     outputs = []
     for _, parents in copies:
-        row = np.zeros(2**m, dtype=np.int64)
-        for i, p in enumerate(parents):
-            bit = (assign[:, parent_nodes.index(p)] if isinstance(p, str)
-                   else np.full(2**m, int(p), dtype=np.int64))
-            row |= bit << i
-        outputs.append(tables[:, row])  # (R, 2**m)
-    cols = np.arange(2**m)
+        row = np.zeros(n_rows, dtype=np.int64)
+        for p, stride in zip(parents, v.strides, strict=True):
+            value = (assign[:, parent_nodes.index(p)] if isinstance(p, str)
+                     else np.full(n_rows, int(p), dtype=np.int64))
+            row += value * stride
+        outputs.append(tables[:, row])  # (R, rows)
+    cols = np.arange(n_rows)
     for r, pr in enumerate(probs):
         index = (*tuple(o[r] for o in outputs), cols)
         np.add.at(out, index, pr)
-    return Factor(tuple(axes), _rows_to_axes(out, m, lead=len(copy_nodes)))
+    return Factor(tuple(axes), _rows_to_axes(out, cards, lead=len(copy_nodes)))
 
 
 def reduce(factor: Factor, evidence: Mapping[str, int]) -> Factor:
@@ -200,12 +211,26 @@ def check_budget(world_id: str, n_variables: int, entries: int, budget: int) -> 
         raise Refusal([Reason(
             "world_too_large",
             f"world {world_id}: exact elimination would build a table over {n_variables} "
-            f"binary variables (~{estimate / 2**20:.0f} MiB), above the memory budget of "
-            f"{budget / 2**20:.0f} MiB",
+            f"variables ({entries} entries, ~{estimate / 2**20:.0f} MiB), above the memory "
+            f"budget of {budget / 2**20:.0f} MiB",
             subject=world_id,
             data={"estimated_bytes": estimate, "budget_bytes": budget,
                   "largest_factor_variables": n_variables},
         )], gate="causal oracle")
+
+
+def _node_cards(factors: Sequence[tuple[Variable, Sequence[tuple[str, Sequence[str | int]]]]]
+                ) -> dict[str, int]:
+    """Number of values of every node of ``factors`` (a copy has its variable's; a parent
+    node its parent variable's)."""
+    cards: dict[str, int] = {}
+    for var, group in factors:
+        for node, parents in group:
+            cards[node] = var.card
+            for p, k in zip(parents, var.parent_cards, strict=True):
+                if isinstance(p, str):
+                    cards[p] = k
+    return cards
 
 
 def _factor_plan(var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]
@@ -215,21 +240,27 @@ def _factor_plan(var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]
         node, ps = group[0]
         parents = [p for p in ps if isinstance(p, str)]
         if len(set(parents)) == len(parents) and node not in parents:
-            return _lone_plan(var, node, parents)
+            return _lone_plan(var, node, ps)
     copy_nodes = [n for n, _ in group]
+    card_of = {p: k for _, ps in group for p, k in zip(ps, var.parent_cards, strict=True)
+               if isinstance(p, str)}
     parents = list(dict.fromkeys(p for _, ps in group for p in ps
                                  if isinstance(p, str) and p not in copy_nodes))
     scope = (*copy_nodes, *parents)
-    rows = 2 ** len(parents)
-    built = max(2 ** len(scope), len(var.responses) * rows * len(group), rows * len(parents))
+    rows = math.prod(card_of[p] for p in parents)
+    built = max(var.card ** len(copy_nodes) * rows, len(var.responses) * rows * len(group),
+                rows * len(parents))
     return scope, built
 
 
-def _lone_plan(var: Variable, node: str, parents: Sequence[str]
+def _lone_plan(var: Variable, node: str, parents: Sequence[str | int]
                ) -> tuple[tuple[str, ...], int]:
-    """:func:`_factor_plan` of a lone copy over distinct variable ``parents``: its CPD."""
-    rows = 2 ** len(parents)
-    return (node, *parents), max(2 * rows, len(var.responses) * rows, rows * len(parents))
+    """:func:`_factor_plan` of a lone copy over distinct variable ``parents`` (intervened
+    constants dropped): its CPD."""
+    names = [p for p in parents if isinstance(p, str)]
+    rows = math.prod(k for p, k in zip(parents, var.parent_cards, strict=True)
+                     if isinstance(p, str))
+    return (node, *names), max(var.card * rows, len(var.responses) * rows, rows * len(names))
 
 
 def plan_check(world: World, factors: Sequence[tuple[Variable, Sequence[tuple[str, Sequence[
@@ -242,7 +273,8 @@ def plan_check(world: World, factors: Sequence[tuple[Variable, Sequence[tuple[st
     indices of the factors eliminated (default all; every factor's own table still counts).
     """
     planned = [_factor_plan(var, group) for var, group in factors]
-    return _checked(world.world_id, planned, _reduced(planned, evidence), keep, budget, only)
+    return _checked(world.world_id, planned, _reduced(planned, evidence), keep, budget, only,
+                    {} if world.is_binary else _node_cards(factors))
 
 
 def _reduced(planned: Sequence[tuple[tuple[str, ...], int]], evidence: Mapping[str, int]
@@ -255,17 +287,18 @@ def _reduced(planned: Sequence[tuple[tuple[str, ...], int]], evidence: Mapping[s
 
 def _checked(world_id: str, planned: Sequence[tuple[tuple[str, ...], int]],
              reduced: Sequence[tuple[str, ...]], keep: Sequence[str], budget: int,
-             only: Sequence[int] | None) -> Contraction:
+             only: Sequence[int] | None, cards: Mapping[str, int]) -> Contraction:
     """:func:`plan_check` on the factors' (scope, entries built) and reduced scopes already
-    computed."""
+    computed; ``cards``: the number of values of every node."""
     worst, worst_vars = 0, 0
     for scope, entries in planned:
         if entries > worst:
             worst, worst_vars = entries, len(scope)
     scopes = list(reduced) if only is None else [reduced[i] for i in only]
     plan = compile_contraction(scopes, _order_unless_small(scopes, keep), keep)
-    if 2**plan.largest > worst:
-        worst, worst_vars = 2**plan.largest, plan.largest
+    largest = plan.largest_entries(cards)
+    if largest > worst:
+        worst, worst_vars = largest, plan.largest
     check_budget(world_id, worst_vars, worst, budget)
     return plan
 
@@ -509,7 +542,8 @@ def _compile_multi_world(world: World, net: _Network, specs: Sequence[WorldSpec]
     reduced = _reduced(planned, evidence)
     kept, others = _split(reduced, query)
     kept = sorted(kept + _doubtful(plan, evidence, others))
-    contraction = _checked(world.world_id, planned, reduced, query, budget, kept)
+    contraction = _checked(world.world_id, planned, reduced, query, budget, kept,
+                           {} if world.is_binary else _node_cards(plan))
     factors = [reduce(net.factor(*plan[i]), evidence) for i in kept]
     tables = tuple(contraction.align(i, f.variables, f.table) for i, f in enumerate(factors))
     return _Plan(False, conflict, query, tuple(target[q] for q in query), tables, contraction)
@@ -591,11 +625,12 @@ def _compile_one_world(world: World, net: _Network, do: Mapping[str, int],
         if v.name in needed and v.name not in do:
             node, parents = str(at(v.name)), [at(p) for p in v.parents]
             plan.append((v, [(node, parents)]))
-            planned.append(_lone_plan(v, node, [p for p in parents if isinstance(p, str)]))
+            planned.append(_lone_plan(v, node, parents))
     reduced = _reduced(planned, evidence)
     kept, others = _split(reduced, query)
     kept = sorted(kept + _doubtful(plan, evidence, others))
-    contraction = _checked(world.world_id, planned, reduced, query, budget, kept)
+    contraction = _checked(world.world_id, planned, reduced, query, budget, kept,
+                           {} if world.is_binary else _node_cards(plan))
     tables = []
     every = slice(None)
     for slot, i in enumerate(kept):

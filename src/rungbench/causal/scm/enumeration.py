@@ -33,10 +33,16 @@ DoValue = int | np.ndarray
 """An intervention value: a constant, or one value per configuration (nested counterfactuals)."""
 
 
+def _dtype(card: int) -> type[np.generic]:
+    """Value array type of a variable with ``card`` values (boolean for binary ones)."""
+    return np.bool_ if card == 2 else np.int16
+
+
 @dataclass(frozen=True)
 class _Solution:
     values: dict[str, np.ndarray]
-    """Per variable, its boolean value in each configuration."""
+    """Per variable, its value in each configuration (boolean for a binary variable,
+    an integer 0..k-1 otherwise)."""
 
 
 class Enumerator:
@@ -61,7 +67,8 @@ class Enumerator:
             stride *= r
             probs = np.array([resp.p for resp in v.responses])
             weight *= probs[self._u[v.name]]
-            self._tables[v.name] = np.array([resp.table for resp in v.responses], dtype=bool)
+            self._tables[v.name] = np.array([resp.table for resp in v.responses],
+                                            dtype=_dtype(v.card))
         self.weight = weight
         """Probability of each exogenous configuration."""
         self._cache: dict[tuple[tuple[str, int], ...], _Solution] = {}
@@ -80,14 +87,14 @@ class Enumerator:
             name = v.name
             if name in do:
                 x = do[name]
-                values[name] = (np.full(self.n, bool(x)) if isinstance(x, int)
-                                else np.asarray(x, dtype=bool))
+                values[name] = (np.full(self.n, x, dtype=_dtype(v.card)) if isinstance(x, int)
+                                else np.asarray(x, dtype=_dtype(v.card)))
             elif base is not None and changed is not None and name not in changed:
                 values[name] = base.values[name]
             else:
                 row = np.zeros(self.n, dtype=np.int64)
-                for i, p in enumerate(v.parents):
-                    row |= values[p].astype(np.int64) << i
+                for p, stride in zip(v.parents, v.strides, strict=True):
+                    row += values[p].astype(np.int64) * stride
                 values[name] = self._tables[name][self._u[name], row]
         sol = _Solution(values)
         if key is not None:
@@ -99,7 +106,10 @@ class Enumerator:
         out = np.ones(self.n, dtype=bool)
         for name, value in event.items():
             col = sol.values[name]
-            out &= col if value else ~col
+            if col.dtype == bool:
+                out &= col if value else ~col
+            else:
+                out &= col == value
         return out
 
     def mass(self, mask: np.ndarray) -> float:

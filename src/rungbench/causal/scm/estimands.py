@@ -105,9 +105,21 @@ def nie(world: World, x: str, y: str, *, x1: int = 1, x0: int = 0,
     return _nested(world, x0, x1, x, ms, y, method) - _nested(world, x0, x0, x, ms, y, method)
 
 
+def _require_binary(world: World, x: str, y: str) -> None:
+    """Refuse a treatment or outcome of more than two states: these risk differences read
+    Y = 1 under X = x1 vs x0, which names no contrast of a categorical variable."""
+    for name, role in ((x, "x"), (y, "y")):
+        k = world.card(name)
+        if k != 2:
+            raise InputError(f"the risk-difference estimands need binary X and Y; {name!r} has "
+                             f"{k} states (ask P(Y = s | do(X = x)) with a query instead)",
+                             field=role)
+
+
 def estimate(world: World, name: str, x: str, y: str, *, x1: int = 1, x0: int = 0,
              mediator_set: Sequence[str] | None = None, method: Method = "auto") -> Estimate:
     """The named estimand (one of :data:`ESTIMANDS`) of ``x`` on ``y``."""
+    _require_binary(world, x, y)
     used = _engine(world, method)
     if name == "ate":
         return Estimate(name, ate(world, x, y, x1=x1, x0=x0, method=method), (), used)
@@ -125,6 +137,7 @@ def estimate(world: World, name: str, x: str, y: str, *, x1: int = 1, x0: int = 
 def coupled(world: World, name: str, x: str, y: str, *, x1: int = 1, x0: int = 0,
             mediator_set: Sequence[str] | None = None) -> tuple[str, ...]:
     """Variables through which the named estimand depends on a CPT coupling (() if none)."""
+    _require_binary(world, x, y)
     W = elimination.WorldSpec
     if name == "ate":
         return ()

@@ -7,6 +7,7 @@ nothing else of the world.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -47,7 +48,7 @@ class ObservedJoint:
     names: tuple[str, ...]
     """Axis names; axis i is the value of names[i]."""
     table: np.ndarray
-    """Probabilities, shape (2,) * len(names), summing to 1."""
+    """Probabilities, one axis per name of length its number of states, summing to 1."""
 
     def marginal(self, keep: Sequence[str]) -> np.ndarray:
         """The marginal table over ``keep`` (axes in that order)."""
@@ -73,19 +74,28 @@ class ObservedJoint:
         return {"names": list(self.names), "rows": rows}
 
 
+def _fits(world: World) -> bool:
+    """At most :data:`MAX_OBSERVED` observed variables and 2^MAX_OBSERVED joint entries."""
+    names = world.observed_names
+    return (len(names) <= MAX_OBSERVED
+            and math.prod(world.card(n) for n in names) <= 2 ** MAX_OBSERVED)
+
+
 def observed_joint(world: World) -> ObservedJoint:
     """Sum the latents out of the world's joint distribution (exactly)."""
     names = world.observed_names
-    if len(names) > MAX_OBSERVED:
-        raise InputError(f"{len(names)} observed variables exceed {MAX_OBSERVED} for a dense "
-                         "joint table", field="world")
+    if not _fits(world):
+        raise InputError(f"{len(names)} observed variables exceed {MAX_OBSERVED} (or their "
+                         f"joint table 2^{MAX_OBSERVED} entries) for a dense joint table",
+                         field="world")
     if world.n_configurations() <= MAX_CONFIGURATIONS:
         en = enumerator(world)
+        cards = tuple(world.card(n) for n in names)
         index = np.zeros(en.n, dtype=np.int64)
-        for i, n in enumerate(names):
-            index |= en.factual.values[n].astype(np.int64) << (len(names) - 1 - i)
-        flat = np.bincount(index, weights=en.weight, minlength=2 ** len(names))
-        return ObservedJoint(names, flat.reshape((2,) * len(names)))
+        for n, k in zip(names, cards, strict=True):  # C order: the last name varies fastest
+            index = index * k + en.factual.values[n].astype(np.int64)
+        flat = np.bincount(index, weights=en.weight, minlength=math.prod(cards))
+        return ObservedJoint(names, flat.reshape(cards))
     factors = [elimination.cpd_factor(v, v.name, list(v.parents)) for v in world.variables]
     joint = elimination.eliminate(factors, list(names))
     return ObservedJoint(names, joint.table / joint.table.sum())
@@ -129,6 +139,6 @@ class ObservedMarginals:
 
 def observed_distribution(world: World) -> ObservedJoint | ObservedMarginals:
     """A dense `ObservedJoint` when it fits (`MAX_OBSERVED`), else lazy `ObservedMarginals`."""
-    if len(world.observed_names) <= MAX_OBSERVED:
+    if _fits(world):
         return observed_joint(world)
     return ObservedMarginals(world)

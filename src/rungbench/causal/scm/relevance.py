@@ -117,34 +117,33 @@ def _options(copy: tuple[Variable, str, Sequence[str | int]], value: Mapping[str
     node, its value if possible); None when a parent has no value (outside the component)."""
     var, node, parents = copy
     row = 0
-    for i, p in enumerate(parents):
-        bit = p if isinstance(p, int) else value.get(p)
-        if bit is None:
+    for p, stride in zip(parents, var.strides, strict=True):
+        digit = p if isinstance(p, int) else value.get(p)
+        if digit is None:
             return None
-        row |= bit << i
-    probs = _rows(var)[row]  # exact zeros: both are sums of response probabilities
+        row += digit * stride
+    probs = _rows(var)[row]  # exact zeros: every entry is a sum of response probabilities
     if node in evidence:
         return [evidence[node]] if probs[evidence[node]] > 0.0 else []
-    first = int(probs[1] > probs[0])
-    return [first, 1 - first] if probs[1 - first] > 0.0 else [first]
+    # more probable first, ties by value (binary: 1 first only when strictly more probable)
+    return [s for s in sorted(range(len(probs)), key=lambda s: -probs[s]) if probs[s] > 0.0]
 
 
-def _rows(var: Variable) -> tuple[tuple[float, float], ...]:
-    """(P(V=0 | row), P(V=1 | row)) per row as Python floats, kept on the variable."""
-    rows: tuple[tuple[float, float], ...] | None = var.__dict__.get("_cpd_rows")
+def _rows(var: Variable) -> tuple[tuple[float, ...], ...]:
+    """(P(V=0 | row), ..., P(V=k-1 | row)) per row as Python floats, kept on the variable."""
+    rows: tuple[tuple[float, ...], ...] | None = var.__dict__.get("_cpd_rows")
     if rows is None:
-        cpd = var.cpd()
-        rows = tuple((float(a), float(b)) for a, b in zip(cpd[0], cpd[1], strict=True))
+        rows = tuple(tuple(float(x) for x in col) for col in var.cpd().T)
         object.__setattr__(var, "_cpd_rows", rows)
     return rows
 
 
-def _possible_in_every_row(var: Variable) -> tuple[bool, bool]:
-    """(P(V=0 | row) > 0 in every row, P(V=1 | row) > 0 in every row), kept on the variable:
-    an observed value possible whatever its parents needs no search."""
-    possible: tuple[bool, bool] | None = var.__dict__.get("_possible_in_every_row")
+def _possible_in_every_row(var: Variable) -> tuple[bool, ...]:
+    """Per value s, whether P(V=s | row) > 0 in every row, kept on the variable: an observed
+    value possible whatever its parents needs no search."""
+    possible: tuple[bool, ...] | None = var.__dict__.get("_possible_in_every_row")
     if possible is None:
         rows = _rows(var)
-        possible = (all(r[0] > 0.0 for r in rows), all(r[1] > 0.0 for r in rows))
+        possible = tuple(all(r[s] > 0.0 for r in rows) for s in range(var.card))
         object.__setattr__(var, "_possible_in_every_row", possible)
     return possible
