@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rungbench.causal.scm import elimination, oracle
+from rungbench.causal.scm import elimination, oracle, ordering
 from rungbench.causal.scm import mechanisms as mech
 from rungbench.causal.scm.motifs import motif_catalogue
 from rungbench.causal.scm.random_dag import DagSpec, dense_world, random_world
@@ -142,7 +142,9 @@ def test_min_fill_order_gives_the_min_degree_answers(monkeypatch: pytest.MonkeyP
     elimination.clear_caches()
     new = _answers(worlds, np.random.default_rng(9))
     elimination.clear_caches()  # plans and answers too: the old order must be recompiled
-    monkeypatch.setattr(elimination, "_elimination_order", _min_degree)
+    monkeypatch.setattr(elimination, "_chosen_order",
+                        lambda scopes, keep, cards=None, budget=0: ordering.evaluate(
+                            scopes, keep, _min_degree(scopes, keep)))
     old = _answers(worlds, np.random.default_rng(9))
     elimination.clear_caches()
     assert len(new) == len(old) and sum(v is not None for v in new) > 60

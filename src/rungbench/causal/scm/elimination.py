@@ -125,55 +125,84 @@ def reduce(factor: Factor, evidence: Mapping[str, int]) -> Factor:
     return Factor(kept, factor.table[index])
 
 
-_ORDERS: dict[tuple[tuple[tuple[str, ...], ...], tuple[str, ...]], tuple[str, ...]] = {}
-"""Elimination orders already computed, by canonical (scopes, keep): a warm query reuses its
-order, and the budget check and the elimination share one computation."""
+OrderKey = tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[tuple[str, int], ...]]
+"""Canonical (scopes, keep, cards of the scopes' variables) of an elimination order."""
+
+_ORDERS: dict[OrderKey, tuple[ordering.Order, bool]] = {}
+"""Elimination orders already chosen, by :data:`OrderKey`, each with whether the search
+past min-degree ran: a warm query reuses its order, and the budget check and the
+elimination share one computation."""
 
 _MAX_ORDERS = 4096
 
 
-MIN_FILL_ENTRIES = 2**19
-"""Table entries of the min-degree order from which min-fill is also tried. With answers
-kept per plan, an order serves one contraction: min-fill (0.5-1.7 ms on dense 45-80-node
-graphs, measured) pays only where it can save about as much contraction (~3 ns/entry)."""
+SEARCH_FROM_ENTRIES = 2**19
+"""Entries built by the min-degree order from which the other heuristics
+(:data:`SEARCH_HEURISTICS`) are tried too. With answers kept per plan, an order serves one
+contraction: the search (1.0-1.4 ms on dense 45-node graphs, 4-9 ms at 80 nodes, 20-50 ms on
+an 18x18 grid, measured) pays only where it can save about as much contraction (~3 ns per
+entry); below it, min-degree's largest table has fewer than 2**18 entries (2 MiB)."""
+
+SEARCH_HEURISTICS = ("min_fill", "weighted_min_fill", "level_sweep")
+"""The heuristics tried after min-degree, in this order (``ordering.best_order``): min-fill
+tracks treewidth on dense worlds, weighted min-fill where variables have different numbers
+of states, the level sweep on grid-like worlds (where greedy fill merges several fronts)."""
 
 
-def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
-    """A treewidth-aware elimination order over the interaction (moral) graph of ``scopes``.
+def _chosen_order(scopes: Sequence[Sequence[str]], keep: Iterable[str],
+                  cards: ordering.Cards | None = None, *,
+                  budget: int = MEMORY_BUDGET_BYTES) -> ordering.Order:
+    """A treewidth-aware elimination order over the interaction (moral) graph of ``scopes``,
+    chosen before any table is built.
 
     The scopes are those of the pruned network (only ancestors of the target and evidence,
     evidence already reduced), so the graph is the moralized, pruned one. Greedy min-degree
-    (min-weight for binary variables) first; when it builds :data:`MIN_FILL_ENTRIES` table
-    entries or more, greedy min-fill is computed too and the order building fewer entries
-    (then the narrower) is kept: min-fill tracks treewidth on dense worlds where
-    min-degree's cliques are wider (and keeps wide queries under the memory budget), and
-    easy queries skip its cost. Orders are
-    memoized by canonical input (a warm query with another structure-equal plan reuses one
-    computation).
+    first; when it builds :data:`SEARCH_FROM_ENTRIES` entries or more, or its largest table
+    exceeds ``budget`` bytes, :data:`SEARCH_HEURISTICS` are tried too and the order with the
+    fewest entries in its largest table, then in all, is kept (``ordering.best_order``, with
+    the treewidth lower bound): easy queries skip the search's cost, and a query is refused
+    only when the best order found is over the budget. Orders are memoized by canonical
+    input (a warm query with another structure-equal plan reuses one computation).
     """
     keep_t = tuple(sorted(set(keep)))
-    key = (tuple(sorted({tuple(sorted(s)) for s in scopes})), keep_t)
+    canon = tuple(sorted({tuple(sorted(s)) for s in scopes}))
+    names = {a for sc in canon for a in sc}
+    card_t = () if cards is None else tuple(sorted((a, int(c)) for a, c in cards.items()
+                                                   if a in names and c != 2))
+    key = (canon, keep_t, card_t)
     hit = _ORDERS.get(key)
-    if hit is not None:
-        return list(hit)
-    best = ordering.min_degree(key[0], keep_t)
-    if best.cost >= MIN_FILL_ENTRIES:
-        alt = ordering.min_fill(key[0], keep_t)
-        if (alt.cost, alt.width) < (best.cost, best.width):
-            best = alt
-    if len(_ORDERS) >= _MAX_ORDERS:
+    if hit is not None and (hit[1] or not _needs_search(hit[0], budget)):
+        return hit[0]
+    card_map = dict(card_t) or None
+    best = hit[0] if hit is not None else ordering.min_degree(canon, keep_t, card_map,
+                                                              bound=False)
+    searched = _needs_search(best, budget)
+    if searched:
+        best = ordering.best_order(canon, keep_t, card_map, heuristics=SEARCH_HEURISTICS,
+                                   incumbent=best)
+    if len(_ORDERS) >= _MAX_ORDERS and key not in _ORDERS:
         _ORDERS.pop(next(iter(_ORDERS)))
-    _ORDERS[key] = best.names
-    return list(best.names)
+    _ORDERS[key] = (best, searched)
+    return best
 
 
-def _order_unless_small(scopes: Sequence[Sequence[str]], keep: Sequence[str]) -> list[str]:
+def _needs_search(order: ordering.Order, budget: int) -> bool:
+    return order.cost >= SEARCH_FROM_ENTRIES or order.largest * FLOAT_BYTES > budget
+
+
+def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
+    """The names of :func:`_chosen_order` (binary variables, the default budget)."""
+    return list(_chosen_order(scopes, keep).names)
+
+
+def _order_unless_small(scopes: Sequence[Sequence[str]], keep: Sequence[str],
+                        budget: int) -> ordering.Order | None:
     """The elimination order, or none when the network holds fewer than
     ``contraction.ALIGN_FROM`` variables: one einsum over every factor then sums them all
     out (at most 1,024 entries per operand pass, and no order or steps to compile)."""
     if len({a for sc in scopes for a in sc}) < ALIGN_FROM:
-        return []
-    return _elimination_order(scopes, keep)
+        return None
+    return _chosen_order(scopes, keep, budget=budget)
 
 
 def eliminate(factors: Sequence[Factor], keep: Sequence[str]) -> Factor:
@@ -193,19 +222,26 @@ def largest_table(scopes: Sequence[Sequence[str]], keep: Sequence[str]) -> int:
     return compile_contraction(scopes, _elimination_order(scopes, keep), keep).largest
 
 
-def check_budget(world_id: str, n_variables: int, entries: int, budget: int) -> None:
-    """Refuse (``world_too_large``) when a table of ``entries`` float64s exceeds ``budget``."""
+def check_budget(world_id: str, scope: Sequence[str], entries: int, budget: int, *,
+                 lower_bound: int | None = None) -> None:
+    """Refuse (``world_too_large``) when a table of ``entries`` float64s over the variables
+    ``scope`` exceeds ``budget`` bytes; the refusal names its estimated bytes and variables
+    (and ``lower_bound``, when known: no elimination order builds narrower tables)."""
     estimate = entries * FLOAT_BYTES
-    if estimate > budget:
-        raise Refusal([Reason(
-            "world_too_large",
-            f"world {world_id}: exact elimination would build a table over {n_variables} "
-            f"binary variables (~{estimate / 2**20:.0f} MiB), above the memory budget of "
-            f"{budget / 2**20:.0f} MiB",
-            subject=world_id,
-            data={"estimated_bytes": estimate, "budget_bytes": budget,
-                  "largest_factor_variables": n_variables},
-        )], gate="causal oracle")
+    if estimate <= budget:
+        return
+    bound = ("" if lower_bound is None else
+             f"; no elimination order keeps every table under {lower_bound} variables")
+    raise Refusal([Reason(
+        "world_too_large",
+        f"world {world_id}: exact elimination would build a table of {entries} entries "
+        f"({estimate} bytes, ~{estimate / 2**20:.0f} MiB) over {len(scope)} variables "
+        f"({', '.join(scope)}), above the memory budget of {budget / 2**20:.0f} MiB{bound}",
+        subject=world_id,
+        data={"estimated_bytes": estimate, "budget_bytes": budget,
+              "largest_factor_variables": len(scope), "largest_factor_scope": list(scope),
+              "treewidth_lower_bound": lower_bound},
+    )], gate="causal oracle")
 
 
 def _factor_plan(var: Variable, group: Sequence[tuple[str, Sequence[str | int]]]
@@ -257,17 +293,20 @@ def _checked(world_id: str, planned: Sequence[tuple[tuple[str, ...], int]],
              reduced: Sequence[tuple[str, ...]], keep: Sequence[str], budget: int,
              only: Sequence[int] | None) -> Contraction:
     """:func:`plan_check` on the factors' (scope, entries built) and reduced scopes already
-    computed."""
-    worst, worst_vars = 0, 0
-    for scope, entries in planned:
-        if entries > worst:
-            worst, worst_vars = entries, len(scope)
+    computed: the order is chosen first, then the largest of the factors' own arrays, the
+    order's tables and the result over ``keep`` is checked against ``budget``, then the
+    einsum steps are compiled (no table is built before the check)."""
     scopes = list(reduced) if only is None else [reduced[i] for i in only]
-    plan = compile_contraction(scopes, _order_unless_small(scopes, keep), keep)
-    if 2**plan.largest > worst:
-        worst, worst_vars = 2**plan.largest, plan.largest
-    check_budget(world_id, worst_vars, worst, budget)
-    return plan
+    order = _order_unless_small(scopes, keep, budget)
+    worst: tuple[int, Sequence[str]] = (2 ** len(keep), keep)  # the result table
+    for scope, entries in planned:
+        if entries > worst[0]:
+            worst = (entries, scope)
+    if order is not None and order.largest > worst[0]:
+        worst = (order.largest, order.largest_scope)
+    check_budget(world_id, worst[1], worst[0], budget,
+                 lower_bound=None if order is None else order.lower_bound)
+    return compile_contraction(scopes, [] if order is None else order.names, keep)
 
 
 @dataclass(frozen=True)
