@@ -138,15 +138,26 @@ _MAX_ORDERS = 4096
 
 SEARCH_FROM_ENTRIES = 2**19
 """Entries built by the min-degree order from which the other heuristics
-(:data:`SEARCH_HEURISTICS`) are tried too. With answers kept per plan, an order serves one
-contraction: the search (1.0-1.4 ms on dense 45-node graphs, 4-9 ms at 80 nodes, 20-50 ms on
-an 18x18 grid, measured) pays only where it can save about as much contraction (~3 ns per
+(:data:`SEARCH_HEURISTICS`) are tried too, on networks of up to 32 variables (see
+:data:`SEARCH_ENTRIES_PER_VARIABLE` beyond). With answers kept per plan, an order serves one
+contraction: the search pays only where it can save about as much contraction (~3 ns per
 entry); below it, min-degree's largest table has fewer than 2**18 entries (2 MiB)."""
 
-SEARCH_HEURISTICS = ("min_fill", "weighted_min_fill", "level_sweep")
-"""The heuristics tried after min-degree, in this order (``ordering.best_order``): min-fill
-tracks treewidth on dense worlds, weighted min-fill where variables have different numbers
-of states, the level sweep on grid-like worlds (where greedy fill merges several fronts)."""
+SEARCH_ENTRIES_PER_VARIABLE = 2**14
+"""On larger networks the search starts from this many min-degree entries per variable: its
+time grows with the variables (30-70 us per variable for the three heuristics, measured on
+dense 45-80-node worlds and 10x10-16x16 grids), the saving with the entries. A 12x12 grid
+query (min-degree: 1.4 million entries over 144 variables) took 18 ms cold with the search
+and 12.5 ms without; a 16x16 one 64-74 ms with it, 460 ms with min-degree and min-fill
+alone."""
+
+SEARCH_HEURISTICS = ("level_sweep", "min_fill", "weighted_min_fill")
+"""The heuristics tried after min-degree, in this order (``ordering.best_order``): the level
+sweep for grid-like worlds (where greedy fill merges several fronts), min-fill for dense
+worlds, weighted min-fill where variables have different numbers of states (skipped when
+they all have one: it is min-fill's order then). The sweep goes first because a heuristic
+stops as soon as it can no longer beat the best order so far: on a grid, min-fill stops
+early behind the sweep; on a dense world, the sweep stops early behind min-degree."""
 
 
 def _chosen_order(scopes: Sequence[Sequence[str]], keep: Iterable[str],
@@ -157,12 +168,14 @@ def _chosen_order(scopes: Sequence[Sequence[str]], keep: Iterable[str],
 
     The scopes are those of the pruned network (only ancestors of the target and evidence,
     evidence already reduced), so the graph is the moralized, pruned one. Greedy min-degree
-    first; when it builds :data:`SEARCH_FROM_ENTRIES` entries or more, or its largest table
-    exceeds ``budget`` bytes, :data:`SEARCH_HEURISTICS` are tried too and the order with the
-    fewest entries in its largest table, then in all, is kept (``ordering.best_order``, with
-    the treewidth lower bound): easy queries skip the search's cost, and a query is refused
-    only when the best order found is over the budget. Orders are memoized by canonical
-    input (a warm query with another structure-equal plan reuses one computation).
+    first; when it builds :data:`SEARCH_FROM_ENTRIES` entries or more (more on large
+    networks: :data:`SEARCH_ENTRIES_PER_VARIABLE`), or its largest table exceeds ``budget``
+    bytes, :data:`SEARCH_HEURISTICS` are tried too and the order with the
+    fewest entries in its largest table, then in all, is kept (``ordering.best_order``; the
+    treewidth lower bound is left to a refusal, which names it): easy queries skip the
+    search's cost, and a query is refused only when the best order found is over the budget.
+    Orders are memoized by canonical input (a warm query with another structure-equal plan
+    reuses one computation).
     """
     keep_t = tuple(sorted(set(keep)))
     canon = tuple(sorted({tuple(sorted(s)) for s in scopes}))
@@ -179,7 +192,7 @@ def _chosen_order(scopes: Sequence[Sequence[str]], keep: Iterable[str],
     searched = _needs_search(best, budget)
     if searched:
         best = ordering.best_order(canon, keep_t, card_map, heuristics=SEARCH_HEURISTICS,
-                                   incumbent=best)
+                                   incumbent=best, bound=False)
     if len(_ORDERS) >= _MAX_ORDERS and key not in _ORDERS:
         _ORDERS.pop(next(iter(_ORDERS)))
     _ORDERS[key] = (best, searched)
@@ -187,7 +200,10 @@ def _chosen_order(scopes: Sequence[Sequence[str]], keep: Iterable[str],
 
 
 def _needs_search(order: ordering.Order, budget: int) -> bool:
-    return order.cost >= SEARCH_FROM_ENTRIES or order.largest * FLOAT_BYTES > budget
+    """Whether the min-degree ``order`` is worth improving (:data:`SEARCH_FROM_ENTRIES`) or
+    must be (its largest table is over ``budget``)."""
+    enough = max(SEARCH_FROM_ENTRIES, SEARCH_ENTRIES_PER_VARIABLE * len(order.names))
+    return order.cost >= enough or order.largest * FLOAT_BYTES > budget
 
 
 def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
@@ -230,13 +246,14 @@ def check_budget(world_id: str, scope: Sequence[str], entries: int, budget: int,
     estimate = entries * FLOAT_BYTES
     if estimate <= budget:
         return
-    bound = ("" if lower_bound is None else
-             f"; no elimination order keeps every table under {lower_bound} variables")
+    bound = ("" if lower_bound is None else f"; every elimination order builds a table over "
+             f"at least {lower_bound} variables (treewidth lower bound)")
     raise Refusal([Reason(
         "world_too_large",
         f"world {world_id}: exact elimination would build a table of {entries} entries "
         f"({estimate} bytes, ~{estimate / 2**20:.0f} MiB) over {len(scope)} variables "
-        f"({', '.join(scope)}), above the memory budget of {budget / 2**20:.0f} MiB{bound}",
+        f"({', '.join(scope)}), above the memory budget of {budget} bytes "
+        f"(~{budget / 2**20:.1f} MiB){bound}",
         subject=world_id,
         data={"estimated_bytes": estimate, "budget_bytes": budget,
               "largest_factor_variables": len(scope), "largest_factor_scope": list(scope),
@@ -304,8 +321,10 @@ def _checked(world_id: str, planned: Sequence[tuple[tuple[str, ...], int]],
             worst = (entries, scope)
     if order is not None and order.largest > worst[0]:
         worst = (order.largest, order.largest_scope)
-    check_budget(world_id, worst[1], worst[0], budget,
-                 lower_bound=None if order is None else order.lower_bound)
+    lower = None  # computed for a refusal only (about a min-degree search's time)
+    if order is not None and worst[0] * FLOAT_BYTES > budget:
+        lower = ordering.order_lower_bound(scopes, keep)
+    check_budget(world_id, worst[1], worst[0], budget, lower_bound=lower)
     return compile_contraction(scopes, [] if order is None else order.names, keep)
 
 
@@ -446,7 +465,7 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
     built (barren nodes sum to one). Exact by variable elimination. Before any table
     is built, the largest table is estimated; past ``memory_budget`` bytes (default
     :data:`MEMORY_BUDGET_BYTES`) the query is refused (``world_too_large``). The compiled
-    plan (reduced factors, min-fill order, einsum steps) is kept per world, so a new
+    plan (reduced factors, elimination order, einsum steps) is kept per world, so a new
     query of the same structure only runs the contractions; the answer is kept too (the
     world is immutable, so a repeated query is a look-up, as pyAgrum re-reads a posterior
     whose evidence did not change). :func:`clear_answers` drops the answers only.

@@ -160,6 +160,11 @@ def _eliminate(g: _Graph, v: int) -> list[int]:
     return around
 
 
+Limit = tuple[int, int]
+"""(largest table, total entries) of the best order so far: a search that cannot beat it
+stops."""
+
+
 class _Tally:
     """The width, largest table and cost of an order, step by step."""
 
@@ -170,13 +175,16 @@ class _Tally:
         self.cost = 0
         self.names: list[str] = []
 
-    def step(self, v: int, limit: int | None = None) -> bool:
+    def step(self, v: int, limit: Limit | None = None) -> bool:
         """Count the table eliminating ``v`` builds now (over its current neighbours);
-        False when it has more than ``limit`` entries."""
+        False when the order can no longer beat ``limit``: a table larger than its largest,
+        or as large and more entries in all."""
         g = self.g
         mine = g.neighbours[v]
         size = _entries_of(mine, g.cards, g.uniform)
-        if limit is not None and size > limit:
+        if limit is not None and (size > limit[0] or (
+                max(size, self.largest) == limit[0]
+                and self.cost + size * g.cards[v] > limit[1])):
             return False
         self.cost += size * g.cards[v]
         self.width = max(self.width, mine.bit_count())
@@ -354,7 +362,7 @@ def best_order(scopes: Iterable[Sequence[str]], keep: Iterable[str],
             continue
         if bound and lower is None:
             lower = _bound(g, keep, True)
-        limit = None if best is None else best.largest
+        limit = None if best is None else (best.largest, best.cost)
         found = _search(name, g, keep, lower, limit)
         if found is not None and (best is None
                                   or (found.largest, found.cost) < (best.largest, best.cost)):
@@ -377,7 +385,7 @@ def _checked_search(name: str, scopes: Iterable[Sequence[str]], keep: Iterable[s
 
 
 def _search(name: str, g: _Graph, keep: Sequence[str], lower: int | None,
-            limit: int | None) -> Order | None:
+            limit: Limit | None) -> Order | None:
     """Run heuristic ``name`` on ``g`` (consumed); None when abandoned past ``limit``."""
     todo, tally = _todo(g, keep), _Tally(g)
     nb = g.neighbours
@@ -400,7 +408,7 @@ def _search(name: str, g: _Graph, keep: Sequence[str], lower: int | None,
     return tally.order(name, lower) if done else None
 
 
-def _min_degree(g: _Graph, todo: set[int], tally: _Tally, limit: int | None) -> bool:
+def _min_degree(g: _Graph, todo: set[int], tally: _Tally, limit: Limit | None) -> bool:
     nb = g.neighbours
     heap = [(nb[v].bit_count(), v) for v in todo]
     heapq.heapify(heap)
@@ -422,10 +430,10 @@ Score = Callable[[int], tuple[int, ...]]
 
 
 def _greedy(todo: set[int], tri: _Triangles, score: Score, tally: _Tally,
-            limit: int | None) -> bool:
+            limit: Limit | None) -> bool:
     """Eliminate every variable of ``todo``, smallest ``score`` first (a heap with lazy
     deletion, each score kept exact: only the variables an elimination changes are
-    re-scored); False when a table passes ``limit`` entries (abandoned)."""
+    re-scored); False when it can no longer beat ``limit`` (abandoned)."""
     now = {v: score(v) for v in todo}
     heap = [(sc, v) for v, sc in now.items()]
     heapq.heapify(heap)
