@@ -689,7 +689,7 @@ def grid_table(sizes: Sequence[int], count: int, seed: int, ag_max_clique: int) 
     head = (f"{'grid':>5} {'width':>5} {'best':>4} {'lb':>3} {'mfill':>5} {'agJT':>4} "
             f"{'cold*':>8} "
             f"{'cold':>8} {'agCold':>8} {'c/ag':>6} {'warm':>8} {'agWarm':>8} {'w/ag':>6} "
-            f"{'ag n':>7} {'max|diff|':>9}")
+            f"{'ag n':>7} {'agOOM':>5} {'max|diff|':>9}")
     print("\n" + head)
     print("-" * len(head))
     for n in sizes:
@@ -699,7 +699,8 @@ def grid_table(sizes: Sequence[int], count: int, seed: int, ag_max_clique: int) 
               f"{r['ag_clique']:>4.0f} {r['cold_all']:>8.2f} {r['cold']:>8.2f} "
               f"{r['agcold']:>8.2f} {_ratio(r['cold'], r['agcold'], 2):>6} {r['warm']:>8.3f} "
               f"{r['agwarm']:>8.3f} {_ratio(r['warm'], r['agwarm'], 2):>6} "
-              f"{r['compared']:>3.0f}/{r['compared'] + r['skipped']:<3.0f} {r['diff']:>9.1e}",
+              f"{r['compared']:>3.0f}/{r['compared'] + r['skipped']:<3.0f} {r['failed']:>5.0f} "
+              f"{r['diff']:>9.1e}",
               flush=True)
     print("width: variables of our largest table (far-corner query, whole grid, the order "
           "elimination chose: min-degree alone\nbelow its search threshold); best: the best of "
@@ -708,7 +709,7 @@ def grid_table(sizes: Sequence[int], count: int, seed: int, ag_max_clique: int) 
           "of ours;\nthe rest: those pyAgrum ran, its ancestral junction tree at most "
           f"{ag_max_clique} variables wide); warm: ours re-runs\nthe compiled plan, pyAgrum "
           "re-infers on its engine; ag n: queries pyAgrum ran / all (the others: over the\n"
-          "clique cap, or "
+          "clique cap, or agOOM: "
           f"past its {AG_MAX_MEMORY_MB} MiB memory limit)")
 
 
