@@ -37,6 +37,16 @@ only it; ``--wide-only`` only its ``dense^`` rows and the rung-3 line.
 network (binary and categorical), nodes, largest state count, median ms per query of ours
 and of pyAgrum, cold and warm, over ``--network-queries`` random queries, and the largest
 |ours - pyAgrum|.
+
+A grid table (``--grids-only``; ``--quick``: grids 10, 14 and 18, 20 queries each) sets our
+oracle beside pyAgrum on n x n grid worlds (``random_dag.grid_world``, n = 10..20 step 2):
+per grid, the width of the order elimination chooses for the far-corner query over the whole
+grid, the best of the four heuristics of ``causal.scm.ordering``, the MMD+ lower bound,
+min-fill's width and pyAgrum's junction-tree max clique; then the median cold and warm ms of
+both over ``--grid-queries`` random queries (1-5 observed cells, random targets, every other
+one with a do()), their ratios and the largest |difference| of the answers. pyAgrum runs a
+query only when its junction tree of the query's ancestral set has no clique over
+``--ag-max-clique`` variables, within :data:`AG_MAX_MEMORY_MB`; the row says how many it ran.
 """
 
 from __future__ import annotations
@@ -52,9 +62,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rungbench.causal.checks.validate import run_validation
-from rungbench.causal.scm import elimination, oracle
+from rungbench.causal.scm import elimination, oracle, ordering
 from rungbench.causal.scm.enumeration import MAX_CONFIGURATIONS, Enumerator
-from rungbench.causal.scm.random_dag import DagSpec, dense_world, random_world
+from rungbench.causal.scm.random_dag import DagSpec, dense_world, grid_world, random_world
 from rungbench.causal.scm.world import Query, World
 from rungbench.errors import InputError, Refusal
 
@@ -526,6 +536,188 @@ def twin_row(seed: int) -> None:
         print(f"  under a {TWIN_DEMO_BUDGET >> 20} MiB budget: {_refusal(refused)}")
 
 
+GRIDS = (10, 12, 14, 16, 18, 20)
+"""Grid sizes (n x n cells) of the grid table."""
+
+GRID_QUERIES = 200
+"""Random queries per grid (``--grid-queries``)."""
+
+AG_MAX_CLIQUE = 26
+"""pyAgrum runs a query only when its own junction tree of the query's ancestral set has no
+clique over more variables (``--ag-max-clique``): its triangulation of a full 18x18 grid has
+a 30-variable clique and took 11-15 s and 6.6 GB per query (measured), of a 20x20 grid 34."""
+
+
+@dataclass(frozen=True)
+class GridQuery:
+    """One random query of the grid table."""
+
+    target: str
+    """The cell whose P(= 1) is asked."""
+    do: dict[str, int]
+    """The intervention ({} for rung 1)."""
+    evidence: dict[str, int]
+    """Observed cells (1-5)."""
+
+
+def grid_queries(w: World, count: int, rng: np.random.Generator) -> list[GridQuery]:
+    """``count`` random queries: a random target, 1-5 observed cells, every other one with
+    do() on a random further cell (rung 2); impossible evidence is redrawn."""
+    cells = list(w.observed_names)
+    out: list[GridQuery] = []
+    while len(out) < count:
+        picked = [str(c) for c in rng.choice(cells, int(rng.integers(1, 6)) + 2, replace=False)]
+        target, cut, observed = picked[0], picked[1], picked[2:]
+        q = GridQuery(target, {cut: int(rng.integers(0, 2))} if len(out) % 2 else {},
+                      {c: int(rng.integers(0, 2)) for c in observed})
+        try:
+            oracle.probability(w, _grid_query(q), method="elimination")
+        except InputError:
+            continue  # impossible evidence in this draw
+        out.append(q)
+    return out
+
+
+def _grid_query(q: GridQuery) -> Query:
+    return Query(2 if q.do else 1, {q.target: 1}, q.do, q.evidence)
+
+
+def _ag_clique(w: World, q: GridQuery) -> int:
+    """Variables of the largest clique of pyAgrum's junction tree of the query's ancestral
+    set (the do() cell's incoming arcs cut), as its LazyPropagation would triangulate it."""
+    keep = w.ancestors([q.target, *q.evidence]) if not q.do else _cut_ancestors(w, q)
+    dag = gum.DAG()
+    ids = {name: dag.addNode() for name in sorted(keep)}
+    for v in w.variables:
+        if v.name in keep and v.name not in q.do:
+            for p in v.parents:
+                dag.addArc(ids[p], ids[v.name])
+    tree = gum.JunctionTreeGenerator().junctionTree(dag)
+    return max((len(tree.clique(c)) for c in tree.nodes()), default=0)
+
+
+def _cut_ancestors(w: World, q: GridQuery) -> set[str]:
+    out = {q.target, *q.evidence}
+    for v in reversed(w.variables):
+        if v.name in out and v.name not in q.do:
+            out.update(v.parents)
+    return out
+
+
+AG_MAX_MEMORY_MB = 2048
+"""Memory pyAgrum may use per query in the grid table (``setMaxMemory``): past it, it raises
+and the query counts as failed on its side (on a 20x20 grid it ran out of memory without it,
+on a query whose ancestral junction tree was under 26 variables wide)."""
+
+
+def _ag_engine(bn: object) -> object:
+    ie = gum.LazyPropagation(bn)
+    ie.setNumberOfThreads(1)  # type: ignore[attr-defined]  # one core, as ours
+    ie.setMaxMemory(AG_MAX_MEMORY_MB)  # type: ignore[attr-defined]
+    return ie
+
+
+def _ag_answer(ie: object, q: GridQuery) -> float:
+    ie.eraseAllTargets()  # type: ignore[attr-defined]
+    ie.addTarget(q.target)  # type: ignore[attr-defined]
+    return _lazy(ie, q.target, dict(q.evidence))
+
+
+def _timed(fn: Callable[[], float]) -> tuple[float, float]:
+    """(value, ms) of one call."""
+    start = time.perf_counter()
+    value = fn()
+    return value, (time.perf_counter() - start) * 1000.0
+
+
+def grid_row(n: int, count: int, seed: int, ag_max_clique: int) -> dict[str, float]:
+    """One row of the grid table (module docstring): widths and medians over ``count``
+    queries on an n x n grid world."""
+    w = grid_world(n, n, np.random.default_rng(seed + n), f"g{n}")
+    corner = w.observed_names[-1]
+    scopes = [(v.name, *v.parents) for v in w.variables]
+    elimination.clear_caches()
+    order = elimination._chosen_order(scopes, [corner])
+    bn = to_pyagrum(w)
+    tree = gum.JunctionTreeGenerator().junctionTree(bn)
+    row: dict[str, float] = {
+        "width": order.width, "lb": ordering.order_lower_bound(scopes, [corner]),
+        "ag_clique": max(len(tree.clique(c)) for c in tree.nodes()),
+        "min_fill": ordering.min_fill(scopes, [corner], bound=False).width,
+        "best": ordering.best_order(scopes, [corner], heuristics=tuple(ordering.HEURISTICS),
+                                    bound=False).width}
+    cut: dict[tuple[str, int], object] = {}
+    times: dict[str, list[float]] = {k: [] for k in ("cold", "warm", "agcold", "agwarm",
+                                                    "cold_all")}
+    skipped, failed, diff = 0, 0, 0.0
+    for q in grid_queries(w, count, np.random.default_rng(seed + 7 * n)):
+        query = _grid_query(q)
+
+        def cold(query: Query = query) -> float:
+            elimination.clear_caches()
+            return oracle.probability(w, query, method="elimination")
+
+        def warm(query: Query = query) -> float:
+            elimination.clear_answers()
+            return oracle.probability(w, query, method="elimination")
+
+        ours, ms = _timed(cold)
+        times["cold_all"].append(ms)
+        if _ag_clique(w, q) > ag_max_clique:
+            skipped += 1
+            continue
+        net = bn
+        for do in q.do.items():  # at most one
+            if do not in cut:
+                cut[do] = to_pyagrum(w, dict([do]))
+            net = cut[do]
+        try:
+            ag, ag_ms = _timed(lambda net=net, q=q: _ag_answer(_ag_engine(net), q))
+            engine = _ag_engine(net)
+            _ag_answer(engine, q)
+        except Exception:  # pyAgrum's out-of-memory (std::bad_alloc)
+            failed += 1
+            continue
+        times["cold"].append(ms)
+        times["warm"].append(_timed(warm)[1])
+        times["agcold"].append(ag_ms)
+        times["agwarm"].append(_timed(lambda engine=engine, q=q: _ag_answer(engine, q))[1])
+        diff = max(diff, abs(ours - ag))
+    row.update({k: float(np.median(v)) if v else float("nan") for k, v in times.items()})
+    row.update({"compared": float(len(times["cold"])), "skipped": float(skipped + failed),
+                "failed": float(failed), "diff": diff})
+    return row
+
+
+def grid_table(sizes: Sequence[int], count: int, seed: int, ag_max_clique: int) -> None:
+    """Print the grid table (module docstring)."""
+    head = (f"{'grid':>5} {'width':>5} {'best':>4} {'lb':>3} {'mfill':>5} {'agJT':>4} "
+            f"{'cold*':>8} "
+            f"{'cold':>8} {'agCold':>8} {'c/ag':>6} {'warm':>8} {'agWarm':>8} {'w/ag':>6} "
+            f"{'ag n':>7} {'agOOM':>5} {'max|diff|':>9}")
+    print("\n" + head)
+    print("-" * len(head))
+    for n in sizes:
+        r = grid_row(n, count, seed, ag_max_clique)
+        print(f"{n:>2}x{n:<2} {r['width']:>5.0f} {r['best']:>4.0f} {r['lb']:>3.0f} "
+              f"{r['min_fill']:>5.0f} "
+              f"{r['ag_clique']:>4.0f} {r['cold_all']:>8.2f} {r['cold']:>8.2f} "
+              f"{r['agcold']:>8.2f} {_ratio(r['cold'], r['agcold'], 2):>6} {r['warm']:>8.3f} "
+              f"{r['agwarm']:>8.3f} {_ratio(r['warm'], r['agwarm'], 2):>6} "
+              f"{r['compared']:>3.0f}/{r['compared'] + r['skipped']:<3.0f} {r['failed']:>5.0f} "
+              f"{r['diff']:>9.1e}",
+              flush=True)
+    print("width: variables of our largest table (far-corner query, whole grid, the order "
+          "elimination chose: min-degree alone\nbelow its search threshold); best: the best of "
+          "the four heuristics; lb: MMD+ lower bound; mfill: min-fill's width;\nagJT: pyAgrum's "
+          "junction-tree max clique (whole grid); medians in ms over random queries (cold*: all "
+          "of ours;\nthe rest: those pyAgrum ran, its ancestral junction tree at most "
+          f"{ag_max_clique} variables wide); warm: ours re-runs\nthe compiled plan, pyAgrum "
+          "re-infers on its engine; ag n: queries pyAgrum ran / all (the others: over the\n"
+          "clique cap, or agOOM: "
+          f"past its {AG_MAX_MEMORY_MB} MiB memory limit)")
+
+
 def _refusal(refused: Refusal) -> str:
     reason = refused.reasons[0]
     return (f"refused {reason.code}, estimate {reason.data['estimated_bytes'] / 2**20:.0f} MiB "
@@ -547,11 +739,25 @@ def main() -> None:
                     help="only the bnlearn networks vs pyAgrum (benchmarks/causal_networks.py)")
     ap.add_argument("--network-queries", type=int, default=200,
                     help="random queries per network (--networks)")
+    ap.add_argument("--grids-only", action="store_true", help="only the grid table")
+    ap.add_argument("--grid-sizes", default=",".join(map(str, GRIDS)),
+                    help="grid sizes n (n x n cells), comma-separated")
+    ap.add_argument("--grid-queries", type=int, default=GRID_QUERIES,
+                    help="random queries per grid")
+    ap.add_argument("--ag-max-clique", type=int, default=AG_MAX_CLIQUE,
+                    help="largest pyAgrum junction-tree clique of a query pyAgrum runs")
+    ap.add_argument("--quick", action="store_true",
+                    help="grid table only, grids 10, 14 and 18, 20 queries each")
     args = ap.parse_args()
     if args.networks:
         from causal_networks import networks_table
 
         networks_table(args.network_queries, args.seed)
+        return
+    if args.quick or args.grids_only:
+        sizes = (10, 14, 18) if args.quick else tuple(int(a) for a in args.grid_sizes.split(","))
+        grid_table(sizes, 20 if args.quick else args.grid_queries, args.seed,
+                   args.ag_max_clique)
         return
     if args.pyagrum_only or args.wide_only:
         pyagrum_table(args.pyagrum_worlds, args.repeat, args.seed, wide_only=args.wide_only)

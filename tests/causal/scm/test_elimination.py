@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rungbench.causal.scm import elimination, oracle
+from rungbench.causal.scm import elimination, oracle, ordering
 from rungbench.causal.scm import mechanisms as mech
 from rungbench.causal.scm.motifs import motif_catalogue
 from rungbench.causal.scm.random_dag import DagSpec, dense_world, random_world
@@ -142,7 +142,9 @@ def test_min_fill_order_gives_the_min_degree_answers(monkeypatch: pytest.MonkeyP
     elimination.clear_caches()
     new = _answers(worlds, np.random.default_rng(9))
     elimination.clear_caches()  # plans and answers too: the old order must be recompiled
-    monkeypatch.setattr(elimination, "_elimination_order", _min_degree)
+    monkeypatch.setattr(elimination, "_chosen_order",
+                        lambda scopes, keep, cards=None, budget=0: ordering.evaluate(
+                            scopes, keep, _min_degree(scopes, keep)))
     old = _answers(worlds, np.random.default_rng(9))
     elimination.clear_caches()
     assert len(new) == len(old) and sum(v is not None for v in new) > 60
@@ -410,3 +412,88 @@ def test_the_budget_counts_entries_as_products_of_state_counts() -> None:
         oracle.probability(w, q, method="elimination", memory_budget=64 * 64 * 8 - 1)
     assert info.value.reasons[0].code == "world_too_large"
     assert info.value.reasons[0].data["estimated_bytes"] == 64 * 64 * 8
+
+
+def _grid_scopes(n: int, evidence: set[str]) -> list[tuple[str, ...]]:
+    from rungbench.causal.scm.random_dag import grid_world
+
+    w = grid_world(n, n, np.random.default_rng(n), f"g{n}")
+    return [tuple(a for a in (v.name, *v.parents) if a not in evidence) for v in w.variables]
+
+
+def test_greedy_fill_alone_would_refuse_an_18x18_grid() -> None:
+    """On an 18x18 grid world with three observed cells (target: the far corner), the
+    min-degree and min-fill orders' largest tables exceed the 512 MiB budget (the previous
+    choice refused ``world_too_large``); the order chosen fits it 500 times over."""
+    from rungbench.causal.scm import ordering
+
+    scopes = _grid_scopes(18, {"R02C07", "R16C01", "R06C15"})
+    keep = ["R17C17"]
+    budget = elimination.MEMORY_BUDGET_BYTES
+    for greedy in (ordering.min_degree, ordering.min_fill):
+        assert greedy(scopes, keep).largest * elimination.FLOAT_BYTES > budget
+    elimination.clear_caches()
+    chosen = elimination._chosen_order(scopes, keep)
+    assert chosen.heuristic == "level_sweep"
+    assert chosen.largest * elimination.FLOAT_BYTES * 500 < budget
+
+
+def test_the_budget_estimate_is_the_largest_table_the_contraction_builds() -> None:
+    """On dense and grid networks, the compiled contraction's largest table has exactly as
+    many entries as the larger of the chosen order's largest table and the result over the
+    kept variables: the check before compiling misses no table."""
+    from rungbench.causal.scm.contraction import compile_contraction
+    from rungbench.causal.scm.random_dag import dense_world
+
+    rng = np.random.default_rng(4)
+    cases = [(_grid_scopes(n, set()), [f"R{n - 1:02d}C{n - 1:02d}"]) for n in (6, 12)]
+    for n in (20, 40, 60):
+        w = dense_world(n, 2.7, rng, f"d{n}")
+        scopes = [(v.name, *v.parents) for v in w.variables]
+        cases.append((scopes, list(w.names[-2:])))
+    elimination.clear_caches()
+    for scopes, keep in cases:
+        order = elimination._chosen_order(scopes, keep)
+        plan = compile_contraction(scopes, order.names, keep)
+        assert 2**plan.largest == max(order.largest, 2 ** len(keep))
+
+
+def test_easy_queries_skip_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query whose min-degree order builds few entries (a 30-node random world) never runs
+    the other heuristics; a 16x16 grid query (min-degree: a 27-variable table) does."""
+    from rungbench.causal.scm import ordering
+
+    calls: list[tuple[str, ...]] = []
+    real = ordering.best_order
+
+    def spy(*args: object, **kwargs: object) -> ordering.Order:
+        calls.append(tuple(kwargs["heuristics"]))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ordering, "best_order", spy)
+    elimination.clear_caches()
+    w = random_world(DagSpec(30, 0.15, 0.1), np.random.default_rng(8), "easy")
+    names = w.observed_names
+    oracle.probability(w, Query(1, {names[-1]: 1}, {}, {names[3]: 1}), method="elimination")
+    assert calls == []
+    elimination._chosen_order(_grid_scopes(16, set()), ["R15C15"])
+    assert calls == [elimination.SEARCH_HEURISTICS]
+
+
+def test_an_order_over_the_budget_is_searched_past() -> None:
+    """A 10x10 grid query builds too few entries to start the search, but under a 64 KiB
+    budget its min-degree table (2**14 entries, 128 KiB) is over: the search runs and the
+    query is answered with the level sweep's 2**10-entry table, equal to the unbounded
+    answer."""
+    from rungbench.causal.scm import ordering
+    from rungbench.causal.scm.random_dag import grid_world
+
+    scopes = _grid_scopes(10, set())
+    keep = ["R09C09"]
+    assert ordering.min_degree(scopes, keep).largest == 2**14
+    w = grid_world(10, 10, np.random.default_rng(10), "g10")
+    q = Query(1, {"R09C09": 1}, {}, {"R02C03": 1})
+    elimination.clear_caches()
+    free = oracle.probability(w, q, method="elimination")
+    elimination.clear_caches()
+    assert oracle.probability(w, q, method="elimination", memory_budget=64 * 1024) == free

@@ -83,3 +83,36 @@ def test_rung3_twin_network_on_a_dense_80_node_world_refuses(
         assert reason.data["largest_factor_variables"] == 34
         assert reason.data["estimated_bytes"] == 2**34 * 8
         assert reason.data["budget_bytes"] == elimination.MEMORY_BUDGET_BYTES
+
+
+def test_the_refusal_names_the_best_orders_table_in_bytes_and_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An 18x18 grid query under a 512 KiB budget is refused before any factor is built, and
+    the refusal names the best order's largest table: its estimated bytes (entries x 8, in
+    the data and the message), its variables (in the data and the message) and the treewidth
+    lower bound; the same query answers under the default budget."""
+    from rungbench.causal.scm import ordering
+    from rungbench.causal.scm.random_dag import grid_world
+
+    w = grid_world(18, 18, np.random.default_rng(18), "g18")
+    evidence = {"R02C07": 1, "R16C01": 0, "R06C15": 1}
+    query = Query(1, {"R17C17": 1}, {}, evidence)
+    scopes = [tuple(a for a in (v.name, *v.parents) if a not in evidence) for v in w.variables]
+    best = ordering.best_order(scopes, ["R17C17"], heuristics=tuple(ordering.HEURISTICS))
+    elimination.clear_caches()
+    with monkeypatch.context() as patched:
+        _no_big_arrays(patched)
+        with pytest.raises(Refusal) as caught:
+            oracle.probability(w, query, method="elimination", memory_budget=2**19)
+    reason = caught.value.reasons[0]
+    assert caught.value.codes == ("world_too_large",)
+    assert reason.data["estimated_bytes"] == best.largest * elimination.FLOAT_BYTES > 2**19
+    assert reason.data["largest_factor_scope"] == list(best.largest_scope)
+    assert reason.data["largest_factor_variables"] == len(best.largest_scope) == best.width
+    assert reason.data["treewidth_lower_bound"] == ordering.order_lower_bound(
+        scopes, ["R17C17"])
+    assert f"{best.largest * elimination.FLOAT_BYTES} bytes" in reason.detail
+    assert all(name in reason.detail for name in best.largest_scope)
+    elimination.clear_caches()
+    assert 0.0 < oracle.probability(w, query, method="elimination") < 1.0

@@ -136,55 +136,101 @@ def reduce(factor: Factor, evidence: Mapping[str, int]) -> Factor:
     return Factor(kept, factor.table[index])
 
 
-_ORDERS: dict[tuple[tuple[tuple[str, ...], ...], tuple[str, ...]], tuple[str, ...]] = {}
-"""Elimination orders already computed, by canonical (scopes, keep): a warm query reuses its
-order, and the budget check and the elimination share one computation."""
+OrderKey = tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[tuple[str, int], ...]]
+"""Canonical (scopes, keep, cards of the scopes' variables) of an elimination order."""
+
+_ORDERS: dict[OrderKey, tuple[ordering.Order, bool]] = {}
+"""Elimination orders already chosen, by :data:`OrderKey`, each with whether the search
+past min-degree ran: a warm query reuses its order, and the budget check and the
+elimination share one computation."""
 
 _MAX_ORDERS = 4096
 
 
-MIN_FILL_ENTRIES = 2**19
-"""Table entries of the min-degree order from which min-fill is also tried. With answers
-kept per plan, an order serves one contraction: min-fill (0.5-1.7 ms on dense 45-80-node
-graphs, measured) pays only where it can save about as much contraction (~3 ns/entry)."""
+SEARCH_FROM_ENTRIES = 2**19
+"""Entries built by the min-degree order from which the other heuristics
+(:data:`SEARCH_HEURISTICS`) are tried too, on networks of up to 32 variables (see
+:data:`SEARCH_ENTRIES_PER_VARIABLE` beyond). With answers kept per plan, an order serves one
+contraction: the search pays only where it can save about as much contraction (~3 ns per
+entry); below it, min-degree's largest table has fewer than 2**18 entries (2 MiB)."""
+
+SEARCH_ENTRIES_PER_VARIABLE = 2**14
+"""On larger networks the search starts from this many min-degree entries per variable: its
+time grows with the variables (30-70 us per variable for the three heuristics, measured on
+dense 45-80-node worlds and 10x10-16x16 grids), the saving with the entries. A 12x12 grid
+query (min-degree: 1.4 million entries over 144 variables) took 18 ms cold with the search
+and 12.5 ms without; a 16x16 one 64-74 ms with it, 460 ms with min-degree and min-fill
+alone."""
+
+SEARCH_HEURISTICS = ("level_sweep", "min_fill", "weighted_min_fill")
+"""The heuristics tried after min-degree, in this order (``ordering.best_order``): the level
+sweep for grid-like worlds (where greedy fill merges several fronts), min-fill for dense
+worlds, weighted min-fill where variables have different numbers of states (skipped when
+they all have one: it is min-fill's order then). The sweep goes first because a heuristic
+stops as soon as it can no longer beat the best order so far: on a grid, min-fill stops
+early behind the sweep; on a dense world, the sweep stops early behind min-degree."""
 
 
-def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
-    """A treewidth-aware elimination order over the interaction (moral) graph of ``scopes``.
+def _chosen_order(scopes: Sequence[Sequence[str]], keep: Iterable[str],
+                  cards: ordering.Cards | None = None, *,
+                  budget: int = MEMORY_BUDGET_BYTES) -> ordering.Order:
+    """A treewidth-aware elimination order over the interaction (moral) graph of ``scopes``,
+    chosen before any table is built.
 
     The scopes are those of the pruned network (only ancestors of the target and evidence,
     evidence already reduced), so the graph is the moralized, pruned one. Greedy min-degree
-    (min-weight for binary variables) first; when it builds :data:`MIN_FILL_ENTRIES` table
-    entries or more, greedy min-fill is computed too and the order building fewer entries
-    (then the narrower) is kept: min-fill tracks treewidth on dense worlds where
-    min-degree's cliques are wider (and keeps wide queries under the memory budget), and
-    easy queries skip its cost. Orders are
-    memoized by canonical input (a warm query with another structure-equal plan reuses one
-    computation).
+    first; when it builds :data:`SEARCH_FROM_ENTRIES` entries or more (more on large
+    networks: :data:`SEARCH_ENTRIES_PER_VARIABLE`), or its largest table exceeds ``budget``
+    bytes, :data:`SEARCH_HEURISTICS` are tried too and the order with the
+    fewest entries in its largest table, then in all, is kept (``ordering.best_order``; the
+    treewidth lower bound is left to a refusal, which names it): easy queries skip the
+    search's cost, and a query is refused only when the best order found is over the budget.
+    Orders are memoized by canonical input (a warm query with another structure-equal plan
+    reuses one computation).
     """
     keep_t = tuple(sorted(set(keep)))
-    key = (tuple(sorted({tuple(sorted(s)) for s in scopes})), keep_t)
+    canon = tuple(sorted({tuple(sorted(s)) for s in scopes}))
+    names = {a for sc in canon for a in sc}
+    card_t = () if cards is None else tuple(sorted((a, int(c)) for a, c in cards.items()
+                                                   if a in names and c != 2))
+    key = (canon, keep_t, card_t)
     hit = _ORDERS.get(key)
-    if hit is not None:
-        return list(hit)
-    best = ordering.min_degree(key[0], keep_t)
-    if best.cost >= MIN_FILL_ENTRIES:
-        alt = ordering.min_fill(key[0], keep_t)
-        if (alt.cost, alt.width) < (best.cost, best.width):
-            best = alt
-    if len(_ORDERS) >= _MAX_ORDERS:
+    if hit is not None and (hit[1] or not _needs_search(hit[0], budget)):
+        return hit[0]
+    card_map = dict(card_t) or None
+    best = hit[0] if hit is not None else ordering.min_degree(canon, keep_t, card_map,
+                                                              bound=False)
+    searched = _needs_search(best, budget)
+    if searched:
+        best = ordering.best_order(canon, keep_t, card_map, heuristics=SEARCH_HEURISTICS,
+                                   incumbent=best, bound=False)
+    if len(_ORDERS) >= _MAX_ORDERS and key not in _ORDERS:
         _ORDERS.pop(next(iter(_ORDERS)))
-    _ORDERS[key] = best.names
-    return list(best.names)
+    _ORDERS[key] = (best, searched)
+    return best
 
 
-def _order_unless_small(scopes: Sequence[Sequence[str]], keep: Sequence[str]) -> list[str]:
+def _needs_search(order: ordering.Order, budget: int) -> bool:
+    """Whether the min-degree ``order`` is worth improving (:data:`SEARCH_FROM_ENTRIES`) or
+    must be (its largest table is over ``budget``)."""
+    enough = max(SEARCH_FROM_ENTRIES, SEARCH_ENTRIES_PER_VARIABLE * len(order.names))
+    return order.cost >= enough or order.largest * FLOAT_BYTES > budget
+
+
+def _elimination_order(scopes: Sequence[Sequence[str]], keep: Iterable[str]) -> list[str]:
+    """The names of :func:`_chosen_order` (binary variables, the default budget)."""
+    return list(_chosen_order(scopes, keep).names)
+
+
+def _order_unless_small(scopes: Sequence[Sequence[str]], keep: Sequence[str],
+                        budget: int, cards: Mapping[str, int] | None = None
+                        ) -> ordering.Order | None:
     """The elimination order, or none when the network holds fewer than
     ``contraction.ALIGN_FROM`` variables: one einsum over every factor then sums them all
     out (at most 1,024 entries per operand pass, and no order or steps to compile)."""
     if len({a for sc in scopes for a in sc}) < ALIGN_FROM:
-        return []
-    return _elimination_order(scopes, keep)
+        return None
+    return _chosen_order(scopes, keep, cards or None, budget=budget)
 
 
 def eliminate(factors: Sequence[Factor], keep: Sequence[str]) -> Factor:
@@ -204,19 +250,27 @@ def largest_table(scopes: Sequence[Sequence[str]], keep: Sequence[str]) -> int:
     return compile_contraction(scopes, _elimination_order(scopes, keep), keep).largest
 
 
-def check_budget(world_id: str, n_variables: int, entries: int, budget: int) -> None:
-    """Refuse (``world_too_large``) when a table of ``entries`` float64s exceeds ``budget``."""
+def check_budget(world_id: str, scope: Sequence[str], entries: int, budget: int, *,
+                 lower_bound: int | None = None) -> None:
+    """Refuse (``world_too_large``) when a table of ``entries`` float64s over the variables
+    ``scope`` exceeds ``budget`` bytes; the refusal names its estimated bytes and variables
+    (and ``lower_bound``, when known: no elimination order builds narrower tables)."""
     estimate = entries * FLOAT_BYTES
-    if estimate > budget:
-        raise Refusal([Reason(
-            "world_too_large",
-            f"world {world_id}: exact elimination would build a table over {n_variables} "
-            f"variables ({entries} entries, ~{estimate / 2**20:.0f} MiB), above the memory "
-            f"budget of {budget / 2**20:.0f} MiB",
-            subject=world_id,
-            data={"estimated_bytes": estimate, "budget_bytes": budget,
-                  "largest_factor_variables": n_variables},
-        )], gate="causal oracle")
+    if estimate <= budget:
+        return
+    bound = ("" if lower_bound is None else f"; every elimination order builds a table over "
+             f"at least {lower_bound} variables (treewidth lower bound)")
+    raise Refusal([Reason(
+        "world_too_large",
+        f"world {world_id}: exact elimination would build a table of {entries} entries "
+        f"({estimate} bytes, ~{estimate / 2**20:.0f} MiB) over {len(scope)} variables "
+        f"({', '.join(scope)}), above the memory budget of {budget} bytes "
+        f"(~{budget / 2**20:.1f} MiB){bound}",
+        subject=world_id,
+        data={"estimated_bytes": estimate, "budget_bytes": budget,
+              "largest_factor_variables": len(scope), "largest_factor_scope": list(scope),
+              "treewidth_lower_bound": lower_bound},
+    )], gate="causal oracle")
 
 
 def _node_cards(factors: Sequence[tuple[Variable, Sequence[tuple[str, Sequence[str | int]]]]]
@@ -289,18 +343,22 @@ def _checked(world_id: str, planned: Sequence[tuple[tuple[str, ...], int]],
              reduced: Sequence[tuple[str, ...]], keep: Sequence[str], budget: int,
              only: Sequence[int] | None, cards: Mapping[str, int]) -> Contraction:
     """:func:`plan_check` on the factors' (scope, entries built) and reduced scopes already
-    computed; ``cards``: the number of values of every node."""
-    worst, worst_vars = 0, 0
-    for scope, entries in planned:
-        if entries > worst:
-            worst, worst_vars = entries, len(scope)
+    computed (``cards``: the number of values of every node, 2 when absent): the order is chosen first, then the largest of the factors' own arrays, the
+    order's tables and the result over ``keep`` is checked against ``budget``, then the
+    einsum steps are compiled (no table is built before the check)."""
     scopes = list(reduced) if only is None else [reduced[i] for i in only]
-    plan = compile_contraction(scopes, _order_unless_small(scopes, keep), keep)
-    largest = plan.largest_entries(cards)
-    if largest > worst:
-        worst, worst_vars = largest, plan.largest
-    check_budget(world_id, worst_vars, worst, budget)
-    return plan
+    order = _order_unless_small(scopes, keep, budget, cards)
+    worst: tuple[int, Sequence[str]] = (math.prod(cards.get(a, 2) for a in keep), keep)
+    for scope, entries in planned:
+        if entries > worst[0]:
+            worst = (entries, scope)
+    if order is not None and order.largest > worst[0]:
+        worst = (order.largest, order.largest_scope)
+    lower = None  # computed for a refusal only (about a min-degree search's time)
+    if order is not None and worst[0] * FLOAT_BYTES > budget:
+        lower = ordering.order_lower_bound(scopes, keep)
+    check_budget(world_id, worst[1], worst[0], budget, lower_bound=lower)
+    return compile_contraction(scopes, [] if order is None else order.names, keep)
 
 
 @dataclass(frozen=True)
@@ -440,7 +498,7 @@ def multiworld_probability(world: World, worlds: Sequence[WorldSpec],
     built (barren nodes sum to one). Exact by variable elimination. Before any table
     is built, the largest table is estimated; past ``memory_budget`` bytes (default
     :data:`MEMORY_BUDGET_BYTES`) the query is refused (``world_too_large``). The compiled
-    plan (reduced factors, min-fill order, einsum steps) is kept per world, so a new
+    plan (reduced factors, elimination order, einsum steps) is kept per world, so a new
     query of the same structure only runs the contractions; the answer is kept too (the
     world is immutable, so a repeated query is a look-up, as pyAgrum re-reads a posterior
     whose evidence did not change). :func:`clear_answers` drops the answers only.

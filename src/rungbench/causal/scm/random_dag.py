@@ -4,7 +4,9 @@ Seed 003, "Task families": multi-hop chains and random DAGs with random
 response mixtures. Observed variables are named ``V00``… in a random
 permutation of the causal order, so names do not reveal direction (seed 003,
 "Public listing order is shuffled"). Each latent ``L00``… is an unobserved root
-confounding two observed variables.
+confounding two observed variables. :func:`dense_world` draws parents among all earlier
+nodes (high treewidth), :func:`grid_world` lays the nodes on a grid (the oracle's scaling
+case).
 """
 
 from __future__ import annotations
@@ -96,4 +98,29 @@ def dense_world(n_nodes: int, in_degree: float, rng: np.random.Generator,
         responses = (mech.root(float(rng.uniform(0.2, 0.8))) if not ps
                      else mech.random_mixture(len(ps), rng, n_tables=n_tables))
         variables.append(Variable(labels[j], ps, responses, True))
+    return World(world_id, tuple(variables))
+
+
+def grid_world(rows: int, cols: int, rng: np.random.Generator, world_id: str, *,
+               n_tables: int = 3) -> World:
+    """A ``rows`` x ``cols`` grid world: cell (r, c) is ``R{r:02d}C{c:02d}``, with the cells
+    above and to its left as parents (the first listed is the one above).
+
+    Its moral graph is a triangulated grid of treewidth about min(rows, cols) that greedy
+    fill heuristics over-estimate (``causal.scm.ordering``): the scaling case of the oracle
+    benchmark (``benchmarks/causal_oracle.py``). Names reveal the layout, so grids serve the
+    oracle's cost, not agents' items. Mechanisms are random response mixtures, roots random
+    coins, as in :func:`random_world`.
+    """
+    if rows < 1 or cols < 1 or rows * cols < 2:
+        raise InputError(f"a grid needs at least two cells, got {rows} x {cols}",
+                         field="rows")
+    variables = []
+    for r in range(rows):
+        for c in range(cols):
+            ps = tuple(([f"R{r - 1:02d}C{c:02d}"] if r else [])
+                       + ([f"R{r:02d}C{c - 1:02d}"] if c else []))
+            responses = (mech.root(float(rng.uniform(0.2, 0.8))) if not ps
+                         else mech.random_mixture(len(ps), rng, n_tables=n_tables))
+            variables.append(Variable(f"R{r:02d}C{c:02d}", ps, responses, True))
     return World(world_id, tuple(variables))
