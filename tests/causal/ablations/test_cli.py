@@ -31,6 +31,35 @@ def test_ablate_json_reports_questions(dev_bench: Path, tmp_path: Path) -> None:
     assert set(doc["runs"]) == {"A9", "A10"}
 
 
+def test_ablate_all_invalid_answers_gives_no_verdict(dev_bench: Path, tmp_path: Path) -> None:
+    """The reported case: an agent whose every answer is invalid, `causal ablate --arms A9,A10`
+    as a user types it. Every comparison and question using those arms says
+    insufficient_valid_answers with valid/total per arm; nothing says equivalent, yes or no."""
+    result = CliRunner().invoke(app, [
+        "causal", "ablate", "--bench", str(dev_bench), "--out", str(tmp_path / "o"),
+        "--arms", "A9,A10", "--agent", "planted:invalid", "--samples", "1",
+        "--concurrency", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    for arm in ("A9", "A10"):
+        assert doc["arms"][arm]["valid"] == {"valid": 0, "total": 40, "share": 0.0,
+                                             "sufficient": False}
+    row = next(r for r in doc["isolation"] if (r["a"], r["b"]) == ("A10", "A9"))
+    assert row["verdict"] == "insufficient_valid_answers" and row["mean"] is None
+    assert row["valid"] == {"A10": {"valid": 0, "total": 40}, "A9": {"valid": 0, "total": 40}}
+    q2 = next(q for q in doc["questions"] if q["id"] == "Q2")
+    assert q2["answer"] == "insufficient_valid_answers" and q2["ci95"] is None
+    verdicts = [r["verdict"] for r in doc["isolation"]] + [q["answer"] for q in doc["questions"]]
+    assert not {"equivalent", "yes", "no"} & set(verdicts)
+    text = CliRunner().invoke(app, [
+        "causal", "ablate", "--bench", str(dev_bench), "--out", str(tmp_path / "t"),
+        "--arms", "A9,A10", "--agent", "planted:invalid", "--samples", "1",
+        "--concurrency", "8"])
+    assert text.exit_code == 0, text.output
+    assert "insufficient_valid_answers" in text.output and "equivalent" not in text.output
+    assert "0/40 (below floor)" in text.output
+
+
 def test_ablate_unknown_arm_and_agent_errors(dev_bench: Path, tmp_path: Path) -> None:
     """An unknown arm is one error line, exit 1; no agent at all is a usage error (exit 2)
     naming the option."""
