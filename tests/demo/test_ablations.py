@@ -26,6 +26,23 @@ def test_stage_runs_every_arm_and_reports_every_seed_row(tmp_path: Path) -> None
     assert "equivalent" not in {r["verdict"] for r in s["isolation"]}  # no margin committed
     again = run(tmp_path)
     assert again.summary["reused"] and again.summary["isolation"] == s["isolation"]
+    assert first.report == {"ablations": first.detail}
+
+
+def test_html_report_shows_every_isolation_row(tmp_path: Path) -> None:
+    """Published through the demo's report, the ablations section holds one row per
+    comparison of the preset, every seed row among them, each with its verdict."""
+    from rungbench.demo import STAGES, publish_report, run_demo
+
+    outcomes = run_demo(tmp_path, stages=tuple(s for s in STAGES if s.key == "ablations"))
+    rendered = publish_report(tmp_path, outcomes)
+    assert rendered["sections"]["ablations"] == "present"
+    html = (tmp_path / "report" / "index.html").read_text("utf-8")
+    body = html[html.index('id="ablation-isolation"'):]
+    body = body[:body.index("</table>")]
+    assert body.count("<tr><td>") == len(load_matrix().comparisons)
+    for a, b in (*SEED_ROWS, ("A2", "A4"), ("A8", "A5")):
+        assert f"<tr><td>{a} − {b}</td>" in body
 
 
 def test_check_names_a_missing_seed_row_and_a_lost_planted_effect() -> None:

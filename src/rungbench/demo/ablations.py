@@ -9,8 +9,8 @@ planted with a known sign: facts help (A9 − A3 > 0) and the counterfactual mod
 (A2 − A4 > 0). The stage's checks: every row of seed 003's "What each comparison isolates"
 table is in the report, and the planted A2 − A4 delta is above 0.
 
-The report (``causal/ablations/report.json`` and ``report.md``) is kept with the runs; a
-later demo verifies every run and reuses it.
+The report (``causal/ablations/report.json`` and ``report.md``) is kept with the runs and goes
+to the HTML report's ablations section; a later demo verifies every run and reuses it.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def run(workdir: Path) -> StageResult:
         reused = False
     summary = summarize(report, matrix)
     summary.update(reused=reused, seconds=round(time.perf_counter() - start, 2))
-    return StageResult(summary, report, failure=check(report, matrix))
+    return StageResult(summary, report, failure=check(report, matrix),
+                       report={"ablations": report})
 
 
 def _bench(workdir: Path) -> Path:
