@@ -18,8 +18,9 @@ from pathlib import Path
 from rungbench.causal.ablations.analysis import ablation_report
 from rungbench.causal.ablations.arms import load_matrix
 from rungbench.causal.ablations.planted import planted_agent
-from rungbench.causal.ablations.runs import LOOPBACK_KEY_ENV, run_arms
+from rungbench.causal.ablations.runs import run_arms
 from rungbench.causal.bench.build import build_split
+from rungbench.execute.events import read_events
 
 SEED_CALLS = 1800
 SEED_TOKENS_PER_CALL = 2000
@@ -31,37 +32,30 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--worlds", type=int, default=60)
     args = parser.parse_args()
-    import os
-
-    from rungbench.agents.loopback import LoopbackServer
-    from rungbench.agents.openai_provider import OpenAIProvider
+    from rungbench.agents.providers import serve_on_loopback
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         start = time.perf_counter()
         build_split("dev", args.worlds, 2026, root / "dev")
         print(f"built {args.worlds} dev worlds in {time.perf_counter() - start:.1f}s")
-        key = os.urandom(16).hex()
         matrix = load_matrix()
-        with LoopbackServer(planted_agent("reader"), api_key=key) as server:
-            provider = OpenAIProvider("loopback", base_url=server.base_url,
-                                      api_key_env=LOOPBACK_KEY_ENV,
-                                      environ={LOOPBACK_KEY_ENV: key})
+        with serve_on_loopback(planted_agent("reader")) as provider:
             start = time.perf_counter()
             runs = run_arms(matrix, ["A0", "A2", "A9"], root / "dev", root / "runs", provider,
                             samples=2, per_world=5, concurrency=args.concurrency)
             elapsed = time.perf_counter() - start
-            provider.close()
-            http = sum(server.counts.values())
+        http = sum(e["turns"] for r in runs for e in read_events(r.run_dir / "events.jsonl")
+                   if e["kind"] == "tool_event")
         cells = sum(len(r.rows) for r in runs)
         tokens_in = sum(r.summary.tokens_in for r in runs)
         tokens_out = sum(r.summary.tokens_out for r in runs)
         tool_calls = sum(row["tool_calls"] for r in runs for row in r.rows)
         print(f"cells {cells} (seed pilot volume {SEED_CALLS}; ratio {cells / SEED_CALLS:.2f})")
-        print(f"HTTP chat completions {http} (multi-turn A2 adds {http - cells}); "
+        print(f"chat turns {http} (multi-turn A2 adds {http - cells}); "
               f"causal() tool calls {tool_calls}")
         print(f"elapsed {elapsed:.1f}s: {cells / elapsed:.1f} cells/s, {http / elapsed:.1f} "
-              f"HTTP calls/s at concurrency {args.concurrency}")
+              f"turns/s at concurrency {args.concurrency}")
         total = tokens_in + tokens_out
         print(f"tokens in {tokens_in:,} out {tokens_out:,} total {total:,}; per cell "
               f"{total / cells:.0f} vs seed estimate {SEED_TOKENS_PER_CALL} "
@@ -73,7 +67,8 @@ def main() -> None:
                   f"{r.summary.cells_per_s:.1f} cells/s")
         report = ablation_report(matrix, {r.arm: r.rows for r in runs})
         for q in report["isolation"]:
-            print(f"  {q['a']} − {q['b']}: {q['mean']:.3f} {q['ci95']} {q['verdict']}")
+            mean = "—" if q["mean"] is None else f"{q['mean']:.3f}"
+            print(f"  {q['a']} − {q['b']}: {mean} {q['ci95']} {q['verdict']}")
 
 
 if __name__ == "__main__":

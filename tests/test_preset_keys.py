@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -230,15 +231,27 @@ CHESS_EFFECTS: dict[str, Callable[[RegisteredDesign], Any]] = {
 
 
 def _rows_by_arm(matrix: Any) -> dict[str, list[dict[str, Any]]]:
-    """Synthetic cells of every arm: three worlds, an endpoint value varying by arm."""
+    """Synthetic cells of every arm: three worlds, an endpoint value varying by arm. Two arms
+    sit on the registered validity floor: the first has exactly ``min_valid_answers`` valid
+    answers, the second a valid share just under ``min_valid_share`` (so either floor moved
+    by one step changes which comparisons give a verdict)."""
+    floor = parse_matrix(load_design("causal_arms")).floor
+    assert floor.min_valid_share >= 0.5  # the mutation below moves it down by 0.01
     out = {}
     for j, name in enumerate(matrix.arms):
+        total, valid = 24, 24
+        if j == 0:
+            valid = floor.min_valid_answers
+        elif j == 1:
+            total = 200
+            valid = math.ceil((floor.min_valid_share - 0.005) * total)
         out[name] = [{"case_id": f"c{i}", "sample": 0, "world_id": f"w{i % 3}",
                       "right": (i + j) % 3 != 0, "item_type": "exact",
-                      "identifiable": i % 4 != 0, "outcome": "correct",
+                      "identifiable": i % 4 != 0,
+                      "outcome": "correct" if i < valid else "invalid",
                       "decision": i % 2 == 0, "brier": 0.1 * ((i + j) % 5),
                       "tokens": 100 + i + 7 * j, "tool_calls": j, "cost_usd": 0.001 * j,
-                      "edges_obtained": j} for i in range(12)]
+                      "edges_obtained": j} for i in range(total)]
     return out
 
 

@@ -37,7 +37,8 @@ def test_page_holds_every_present_section_and_names_the_absent(demo_dir: Path) -
     assert summary["sections"]["hazards"] == "absent"
     assert summary["sections"]["agents"] == "absent"  # no study run names its agent here
     assert summary["sections"]["a105"] == "present"
-    assert html.count("Not in this study") == 3
+    assert summary["sections"]["ablations"] == "absent"  # the fixture runs no ablation matrix
+    assert html.count("Not in this study") == 4
     assert "<script" not in html.replace("&lt;script", "")
     assert HOSTILE not in html and "planted-&lt;script&gt;" in html
 

@@ -5,8 +5,8 @@
   (docs/CONTRACTS.md §3); schedules from a built bench directory; reference agents read
   the bench's private oracle; after a run, ``responses.jsonl`` is written for the scorer;
 * ``causal.ablation_case/1``: an arm × case × sample cell of the ablation matrix, a tool-use
-  episode with ``causal``, ``calc`` and ``identify``; planted agents ``reader``,
-  ``graph_only``, ``bare``;
+  episode with ``causal``, ``counterfactual``, ``calc`` and ``identify``; planted agents
+  ``reader``, ``graph_only``, ``bare``, ``counterfactual``, ``invalid``;
 * ``causal.episode/2``: a records/2 case as a tool-use episode (``logs``, ``metrics``,
   ``run_experiment``); its toolbox holds the bench's private oracles, so the episode
   runner (:mod:`rungbench.causal.bench.episode_runs`) sets it; reference agents are the
@@ -63,7 +63,7 @@ def write_responses(run_dir: Path) -> Mapping[str, Any]:
 
 
 def ablation_agent(spec: AgentSpec, source: Path | None) -> Agent:
-    """A planted ablation agent (``reader``, ``graph_only``, ``bare``)."""
+    """A planted ablation agent (:data:`~rungbench.causal.ablations.planted.PLANTED`)."""
     if spec.kind != "planted":
         raise InputError(f"the ablation arms have planted agents only, not "
                          f"{spec.kind}:{spec.model}", field="model")

@@ -96,9 +96,13 @@ def ablate_command(
     usd_in: PriceInOpt = 0.0, usd_out: PriceOutOpt = 0.0,
     seed: Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1,
                                       help="Bootstrap seed.")] = 0,
+    prereg_dir: Annotated[pathlib.Path | None, typer.Option(
+        "--prereg", help="Preregistration directory whose committed equivalence margin "
+        "applies; without it no difference is called equivalent.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run arms on a bench with one agent; print endpoints, isolation table, three questions."""
+    from rungbench.causal.ablations import prereg
     from rungbench.causal.ablations.analysis import ablation_report, to_markdown
     from rungbench.causal.ablations.runs import run_arms
 
@@ -107,6 +111,8 @@ def ablate_command(
 
     def action() -> dict[str, Any]:
         matrix = _matrix(preset)
+        margin = None if prereg_dir is None else prereg.committed_equivalence(
+            prereg.committed_margins(prereg_dir)[0])
         names = [a.strip() for a in arms.split(",") if a.strip()]
         for n in names:
             if n not in matrix.arms:
@@ -117,7 +123,8 @@ def ablate_command(
             hook = None if tick is None else (lambda arm, done, total: tick(done, total))
             runs = run_arms(matrix, names, bench, out, provider, samples=samples,
                             per_world=per_world, concurrency=concurrency, progress=hook)
-        report = ablation_report(matrix, {r.arm: r.rows for r in runs}, seed=seed)
+        report = ablation_report(matrix, {r.arm: r.rows for r in runs}, seed=seed,
+                                 margin=margin)
         report["runs"] = {r.arm: str(r.run_dir) for r in runs}
         return report
 
@@ -158,12 +165,19 @@ def pilot_command(
 
 
 @prereg_app.command("commit")
-def commit_command(directory: DirOpt, preset: PresetOpt = "causal_arms",
-                   as_json: JsonOpt = False) -> None:
+def commit_command(
+    directory: DirOpt, preset: PresetOpt = "causal_arms",
+    equivalence_margin: Annotated[float | None, typer.Option(
+        "--equivalence-margin", min=0.0, max=1.0,
+        help="Margin (absolute, 0-1 endpoints) inside which a difference is called "
+        "equivalent; without it nothing is.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Freeze the margins file (the seed's starting margins; sample size from the pilot)."""
     from rungbench.causal.ablations import prereg
 
-    doc = run(lambda: prereg.commit(directory, _matrix(preset)), as_json=as_json)
+    doc = run(lambda: prereg.commit(directory, _matrix(preset),
+                                    equivalence_margin=equivalence_margin), as_json=as_json)
     if as_json:
         emit_json(doc)
     else:
@@ -206,7 +220,8 @@ def validate_command(
         return
     p = doc["primary"]
     ci = p["ci95"]
-    console.print(f"{candidate} − {comparator} on {p['endpoint']}: {p['mean']:.3f} "
+    mean = "—" if p["mean"] is None else f"{p['mean']:.3f}"
+    console.print(f"{candidate} − {comparator} on {p['endpoint']}: {mean} "
                   + (f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "(no interval)")
                   + f" → {doc['decision']}; contamination hits {doc['contamination']['hits']}"
                   + ("; cohort retired" if doc["cohort_retired"] else ""), markup=False)

@@ -69,6 +69,16 @@ def _causal_bench(result: StageResult) -> None:
     )
 
 
+def _ablations(result: StageResult) -> None:
+    from rungbench.causal.ablations.analysis import to_markdown
+
+    s = result.summary
+    console.print(f"[bold]ablations[/]: {s['arms']} arms, {s['cells']} cells on {s['worlds']} "
+                  f"worlds, agent {s['agent']}" + (" (verified and reused)" if s["reused"]
+                                                  else ""))
+    console.print(to_markdown(result.detail), markup=False, highlight=False, soft_wrap=True)
+
+
 def _instrument(result: StageResult) -> None:
     table = Table(title="C1 recovered / C5 reversed / C5 sign-flip false accepts (of 40)")
     for column in ("query x scorer", "ours", "seed"):
@@ -155,7 +165,8 @@ def _runner(result: StageResult) -> None:
 
 VIEWS: dict[str, Callable[[StageResult], None]] = {
     "evidence": _evidence, "stats": _stats, "causal_validation": _validation,
-    "causal_bench": _causal_bench, "instrument": _instrument, "cladder": _cladder,
+    "causal_bench": _causal_bench, "ablations": _ablations, "instrument": _instrument,
+    "cladder": _cladder,
     "census": _census, "labels": _labels, "designs": _designs,
     "runner": _runner, "study": _study,
 }

@@ -75,6 +75,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("stats", "seed figures (stats)", "stats"),
     Stage("causal_validation", "causal oracle validation (causal)", "causal_validation"),
     Stage("causal_bench", "causal benchmark build, eval, report (causal)", "causal_bench"),
+    Stage("ablations", "causal ablation matrix A0-A11, planted agent on loopback (causal)",
+          "ablations"),
     Stage("instrument", "causal instrument audit, C0-C5 control matrix (causal)", "instrument"),
     Stage("cladder", "CLadder import and exact re-grade (causal)", "cladder"),
     Stage("census", "LLM Chess replay and A104 census (chess)", "census"),

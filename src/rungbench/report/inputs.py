@@ -48,7 +48,7 @@ INDEX_SCHEMA = "rungbench.report-inputs/1"
 """Schema name and version of the index."""
 OBJECTS = "objects"
 """The demo's content-addressed store of report inputs."""
-KINDS = ("census", "causal", "instrument", "analysis")
+KINDS = ("census", "causal", "instrument", "ablations", "analysis")
 ANALYSIS_KINDS = (ANALYSIS_KIND, STUDY_ANALYSIS_KIND)
 """Seal kinds of analysis directories (``chess analyze --out`` and ``chess study analyze``)."""
 """Key prefixes of indexed objects (``census:<corpus>``, ``causal:<agent>``, …)."""
@@ -84,6 +84,8 @@ class Inputs:
     """Causal benchmark run reports (one per agent)."""
     instrument: Source | None = None
     """The C0–C5 instrument audit document."""
+    ablations: Source | None = None
+    """The causal ablation matrix report (rungbench.causal.ablations.analysis)."""
     analyses: list[Source] = field(default_factory=list)
     """Chess analysis documents (A105, E020/E021, E023)."""
     manifest: Source | None = None
@@ -101,7 +103,8 @@ class Inputs:
 
     def all(self) -> list[Source]:
         """Every source, in inventory order."""
-        singles = [s for s in (self.index, self.instrument, self.manifest, self.flow) if s]
+        singles = [s for s in (self.index, self.instrument, self.ablations, self.manifest,
+                               self.flow) if s]
         return [*singles, *self.census, *self.causal, *self.analyses, *self.bindings,
                 *self.evaluations, *self.runs]
 
@@ -153,6 +156,8 @@ def _demo(inputs: Inputs) -> tuple[Path | None, Path | None]:
                         "content-addressed store (re-hashed on read)", doc)
         if kind == "instrument":
             inputs.instrument = source
+        elif kind == "ablations":
+            inputs.ablations = source
         else:
             getattr(inputs, {"census": "census", "causal": "causal",
                              "analysis": "analyses"}[kind]).append(source)

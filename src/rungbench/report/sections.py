@@ -474,6 +474,42 @@ def controls(inputs: Inputs) -> str:
     return "\n".join(parts)
 
 
+# ------------------------------------------------------------------------- ablations
+
+
+def ablations(inputs: Inputs) -> str:
+    """The causal ablation matrix: valid answers and accuracy per arm, what each comparison
+    isolates (paired by world, world-cluster intervals), and the three questions."""
+    s = inputs.ablations
+    if s is None:
+        return absent("no causal ablation matrix")
+    doc = s.document
+    margin = doc.get("margin")
+    parts = [paragraph(
+        f"Every arm ran with one agent ({doc.get('agent') or 'unnamed'}) on the same worlds. "
+        "An arm below the registered validity floor gives no verdict; equivalence needs a "
+        "preregistered margin (" + ("none committed" if margin is None else f"±{margin:g}")
+        + "), so an interval around 0 is inconclusive.")]
+    arms = [[esc(name), esc(a["label"]), num(a["cells"]),
+             esc(f"{a['valid']['valid']}/{a['valid']['total']}")
+             + ("" if a["valid"]["sufficient"] else " (below floor)"),
+             num(a["endpoints"]["accuracy"]["mean"]), ref(s.digest)]
+            for name, a in doc["arms"].items()]
+    parts.append(table(["arm", "label", "cells", "valid", "accuracy", "source"], arms,
+                       table_id="ablation-arms"))
+    rows = [[esc(f"{r['a']} − {r['b']}"), esc(r["isolates"]), num(r.get("mean")),
+             interval(r.get("ci95")), esc(r["verdict"]), ref(s.digest)]
+            for r in doc["isolation"]]
+    parts.append(table(["comparison", "isolates", "delta", "95% CI (world clusters)",
+                        "verdict", "source"], rows, table_id="ablation-isolation"))
+    questions = [[esc(f"{q['id']} {q['question']}"), esc(q["answer"]),
+                  esc(f"{q['endpoint']} ({q['a']} − {q['b']})"), num(q.get("mean")),
+                  interval(q.get("ci95")), ref(s.digest)] for q in doc["questions"]]
+    parts.append(table(["question", "answer", "endpoint", "delta", "95% CI", "source"],
+                       questions, table_id="ablation-questions"))
+    return "\n".join(parts)
+
+
 # --------------------------------------------------------------------------- hazards
 
 
@@ -528,6 +564,7 @@ SECTIONS: tuple[Section, ...] = (
     ("rungs", "Rung accuracy with cluster intervals", rungs),
     ("identification", "Identification table", identification),
     ("controls", "C0–C5 control matrix per tag", controls),
+    ("ablations", "Causal ablations: what each comparison isolates", ablations),
     ("hazards", "Reliability hazards", hazards),
     ("objects", "Objects", inventory),
 )

@@ -31,6 +31,35 @@ def test_ablate_json_reports_questions(dev_bench: Path, tmp_path: Path) -> None:
     assert set(doc["runs"]) == {"A9", "A10"}
 
 
+def test_ablate_all_invalid_answers_gives_no_verdict(dev_bench: Path, tmp_path: Path) -> None:
+    """The reported case: an agent whose every answer is invalid, `causal ablate --arms A9,A10`
+    as a user types it. Every comparison and question using those arms says
+    insufficient_valid_answers with valid/total per arm; nothing says equivalent, yes or no."""
+    result = CliRunner().invoke(app, [
+        "causal", "ablate", "--bench", str(dev_bench), "--out", str(tmp_path / "o"),
+        "--arms", "A9,A10", "--agent", "planted:invalid", "--samples", "1",
+        "--concurrency", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    for arm in ("A9", "A10"):
+        assert doc["arms"][arm]["valid"] == {"valid": 0, "total": 40, "share": 0.0,
+                                             "sufficient": False}
+    row = next(r for r in doc["isolation"] if (r["a"], r["b"]) == ("A10", "A9"))
+    assert row["verdict"] == "insufficient_valid_answers" and row["mean"] is None
+    assert row["valid"] == {"A10": {"valid": 0, "total": 40}, "A9": {"valid": 0, "total": 40}}
+    q2 = next(q for q in doc["questions"] if q["id"] == "Q2")
+    assert q2["answer"] == "insufficient_valid_answers" and q2["ci95"] is None
+    verdicts = [r["verdict"] for r in doc["isolation"]] + [q["answer"] for q in doc["questions"]]
+    assert not {"equivalent", "yes", "no"} & set(verdicts)
+    text = CliRunner().invoke(app, [
+        "causal", "ablate", "--bench", str(dev_bench), "--out", str(tmp_path / "t"),
+        "--arms", "A9,A10", "--agent", "planted:invalid", "--samples", "1",
+        "--concurrency", "8"])
+    assert text.exit_code == 0, text.output
+    assert "insufficient_valid_answers" in text.output and "equivalent" not in text.output
+    assert "0/40 (below floor)" in text.output
+
+
 def test_ablate_unknown_arm_and_agent_errors(dev_bench: Path, tmp_path: Path) -> None:
     """An unknown arm is one error line, exit 1; no agent at all is a usage error (exit 2)
     naming the option."""
@@ -54,15 +83,19 @@ def test_prereg_validate_before_commit_refuses(validation_bench: Path, tmp_path:
 
 def test_prereg_sequence_through_the_cli(dev_bench: Path, validation_bench: Path,
                                          tmp_path: Path) -> None:
-    """pilot → commit → validate runs once; the second look exits 3 with already_seen."""
+    """pilot → commit (with an equivalence margin) → validate runs once; the second look exits
+    3 with already_seen; `ablate --prereg` applies the committed margin, so the reader's
+    A10 − A9 of exactly 0 is equivalent there and inconclusive without it."""
     d = str(tmp_path / "p")
     agent = ["--agent", "planted:reader", "--concurrency", "8", "--json"]
     pilot = CliRunner().invoke(app, ["causal", "prereg", "pilot", "--dir", d, "--bench",
                                      str(dev_bench), *agent])
     assert pilot.exit_code == 0, pilot.output
     assert json.loads(pilot.stdout)["cells"] == 8 * 5 * 3 * 2
-    commit = CliRunner().invoke(app, ["causal", "prereg", "commit", "--dir", d, "--json"])
+    commit = CliRunner().invoke(app, ["causal", "prereg", "commit", "--dir", d,
+                                      "--equivalence-margin", "0.05", "--json"])
     assert commit.exit_code == 0, commit.output
+    assert json.loads(commit.stdout)["equivalence_margin"] == 0.05
     look = ["causal", "prereg", "validate", "A10", "--dir", d, "--bench", str(validation_bench),
             "--comparator", "A5", "--type", "graph_routing", *agent]
     first = CliRunner().invoke(app, look)
@@ -71,3 +104,13 @@ def test_prereg_sequence_through_the_cli(dev_bench: Path, validation_bench: Path
     second = CliRunner().invoke(app, look)
     assert second.exit_code == 3
     assert json.loads(second.stdout)["reasons"][0]["code"] == "already_seen"
+    ablate = ["causal", "ablate", "--bench", str(dev_bench), "--arms", "A9,A10", "--samples",
+              "1", *agent]
+    with_margin = CliRunner().invoke(app, [*ablate, "--out", str(tmp_path / "m"), "--prereg", d])
+    assert with_margin.exit_code == 0, with_margin.output
+    without = CliRunner().invoke(app, [*ablate, "--out", str(tmp_path / "n")])
+    rows = [next(r for r in json.loads(out.stdout)["isolation"] if r["a"] == "A10")
+            for out in (with_margin, without)]
+    assert rows[0]["mean"] == rows[1]["mean"] == 0.0
+    assert (rows[0]["verdict"], rows[1]["verdict"]) == ("equivalent", "inconclusive")
+    assert json.loads(with_margin.stdout)["margin"] == 0.05

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pytest
 
 from rungbench.agents.providers import serve_on_loopback
 from rungbench.causal.ablations.analysis import ablation_report, paired_delta
 from rungbench.causal.ablations.arms import load_matrix
+from rungbench.causal.ablations.facts import arm_rows, world_edges
 from rungbench.causal.ablations.planted import planted_agent
 from rungbench.causal.ablations.runs import ArmRun, run_arms
+from rungbench.causal.bench.verified import bench_cases, bench_oracles, open_bench
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import verify_run
 
@@ -44,19 +48,27 @@ def _rows(runs: dict[str, ArmRun], arm: str) -> Sequence[dict[str, Any]]:
 
 def test_information_agent_graph_equals_text_and_facts_help(
         reader_runs: dict[str, ArmRun]) -> None:
-    """Reader: A10 − A9 is exactly 0 and equivalent; A9 − A3 > 0 with an interval above 0."""
-    same = paired_delta(_rows(reader_runs, "A10"), _rows(reader_runs, "A9"), "accuracy")
+    """Reader: A10 − A9 is exactly 0 — equivalent inside a committed 0.03 margin, inconclusive
+    without one; A9 − A3 > 0 with an interval above 0."""
+    same = paired_delta(_rows(reader_runs, "A10"), _rows(reader_runs, "A9"), "accuracy",
+                        margin=0.03)
     assert same["mean"] == 0.0 and same["verdict"] == "equivalent"
-    facts = paired_delta(_rows(reader_runs, "A9"), _rows(reader_runs, "A3"), "accuracy")
+    bare = paired_delta(_rows(reader_runs, "A10"), _rows(reader_runs, "A9"), "accuracy",
+                        margin=None)
+    assert bare["verdict"] == "inconclusive"
+    facts = paired_delta(_rows(reader_runs, "A9"), _rows(reader_runs, "A3"), "accuracy",
+                         margin=None)
     assert facts["mean"] > 0.2 and facts["ci95"][0] > 0 and facts["verdict"] == "a_better"
     assert facts["n_worlds"] == 8
 
 
 def test_format_agent_graph_beats_text(format_runs: dict[str, ArmRun]) -> None:
     """Graph-only agent: A10 − A9 > 0 (format), recovered with an interval above 0."""
-    fmt = paired_delta(_rows(format_runs, "A10"), _rows(format_runs, "A9"), "accuracy")
+    fmt = paired_delta(_rows(format_runs, "A10"), _rows(format_runs, "A9"), "accuracy",
+                       margin=None)
     assert fmt["mean"] > 0.2 and fmt["ci95"][0] > 0 and fmt["verdict"] == "a_better"
-    none = paired_delta(_rows(format_runs, "A9"), _rows(format_runs, "A3"), "accuracy")
+    none = paired_delta(_rows(format_runs, "A9"), _rows(format_runs, "A3"), "accuracy",
+                        margin=None)
     assert none["mean"] == 0.0
 
 
@@ -97,7 +109,9 @@ def test_report_answers_questions_with_intervals(format_runs: dict[str, ArmRun])
 
 
 def test_every_registered_arm_runs(dev_bench: Path, tmp_path: Path) -> None:
-    """All twelve registered arms run through loopback; each run verifies and scores."""
+    """All sixteen registered arms (A4, A6, A7, A8 among them) run through loopback; each run
+    verifies and scores; with 8 cells per arm, below the registered floor of 20 valid answers,
+    every comparison says insufficient_valid_answers."""
     matrix = load_matrix()
     with serve_on_loopback(planted_agent("reader")) as provider:
         runs = run_arms(matrix, list(matrix.arms), dev_bench, tmp_path, provider, samples=1,
@@ -108,6 +122,64 @@ def test_every_registered_arm_runs(dev_bench: Path, tmp_path: Path) -> None:
         assert r.summary.outcomes == {"answered": 8}
     report = ablation_report(matrix, {r.arm: r.rows for r in runs})
     assert len(report["isolation"]) == len(matrix.comparisons)
+    assert {r["verdict"] for r in report["isolation"]} == {"insufficient_valid_answers"}
+
+
+@pytest.fixture(scope="module")
+def wide_bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sealed 24-world dev bench (seed 5): enough worlds for a one-item effect to show."""
+    from rungbench.causal.bench.build import build_split
+
+    out = tmp_path_factory.mktemp("wide") / "dev"
+    build_split("dev", 24, 5, out)
+    return out
+
+
+_POINT = re.compile(r"(?:if|Had) (\w+)=[01] (?:had been set|been forced), "
+                    r"(?:how likely is (\w+)=[01]\?|what is P\((\w+)=[01]\)\?)")
+
+
+def _planted_size(bench: Path, rows: Sequence[dict[str, Any]]) -> int:
+    """Cells the counterfactual module must turn right, counted from the bench alone: rung-3
+    point items the oracle marks not identifiable whose outcome lies downstream of the
+    treatment in A2's production graph (association rows included: A2's store is untyped)."""
+    opened = open_bench(bench)
+    cases = {c.case_id: c for c in bench_cases(opened)}
+    oracles = bench_oracles(opened)
+    edges = world_edges(cases.values())
+    arm = load_matrix().arm("A2")
+    count = 0
+    for row in rows:
+        case = cases[row["case_id"]]
+        found = _POINT.search(case.question)
+        if found is None or oracles[case.case_id].identifiable:
+            continue
+        held = arm_rows(edges.get((case.world_id, case.skin), ()), case.world_id, arm.content,
+                        arm.production_keep, arm.production_associations, False)
+        g = nx.DiGraph([(a, b) for a, b, _ in held])
+        t, y = found.group(1), found.group(2) or found.group(3)
+        count += t in g and y in g and nx.has_path(g, t, y)
+    return count
+
+
+def test_counterfactual_module_effect_is_detected_with_its_sign_and_size(
+        wide_bench: Path, tmp_path: Path) -> None:
+    """planted:counterfactual declines point-valued rung-3 items only through the module:
+    A2 − A4 equals the planted size counted from the bench (k cells of n), is above 0 with a
+    world-cluster interval above 0; A4 never declines."""
+    matrix = load_matrix()
+    with serve_on_loopback(planted_agent("counterfactual")) as provider:
+        runs = {r.arm: r for r in run_arms(matrix, ["A2", "A4"], wide_bench, tmp_path,
+                                           provider, samples=1, per_world=4, concurrency=8)}
+    report = ablation_report(matrix, {a: r.rows for a, r in runs.items()})
+    row = next(r for r in report["isolation"] if (r["a"], r["b"]) == ("A2", "A4"))
+    k = _planted_size(wide_bench, runs["A2"].rows)
+    assert k >= 5 and row["n"] == 96
+    assert row["mean"] == pytest.approx(k / 96) and row["ci95"][0] > 0
+    assert row["verdict"] == "a_better"
+    assert sum(r["outcome"] == "correct_non_id" for r in runs["A2"].rows) == k
+    assert not any(r["outcome"] == "correct_non_id" for r in runs["A4"].rows)
+    assert "counterfactual" in {t for r in runs["A2"].rows for t in r["tools_used"]}
 
 
 USER_ARMS = """
@@ -120,8 +192,12 @@ kind = "ablation_matrix"
 samples = 1
 items_per_world = 5
 production_keep = 0.5
+production_associations = 0.5
 max_tool_calls = 12
 max_tokens = 24000
+[analysis]
+min_valid_answers = 10
+min_valid_share = 0.5
 [prompts]
 causal = "Answer only by calling submit_answer."
 [[arms]]

@@ -62,3 +62,45 @@ def test_schemas_in_canonical_order() -> None:
     """Tool schemas come in the order causal, calc, identify whatever the arm lists."""
     names = [t["function"]["name"] for t in tool_schemas(["identify", "causal"])]
     assert names == ["causal", "identify"]
+
+
+def test_counterfactual_severs_incoming_edges_and_declines_a_value() -> None:
+    """do(x) cuts z -> x, never x's outgoing edges: y downstream of x is not identifiable
+    (no mechanisms stored); z, upstream of x, keeps its factual value; unknown node errors."""
+    edges = [["z", "x"], ["x", "y"], ["z", "y"]]
+    from rungbench.causal.ablations.tools import counterfactual
+
+    down = counterfactual(edges, "x", "y")
+    assert down["status"] == "not_identifiable" and down["severed"] == [["z", "x"]]
+    assert down["outcome_downstream"] is True
+    up = counterfactual(edges, "x", "z")
+    assert up["status"] == "identifiable" and up["criterion"] == "no_directed_path"
+    assert counterfactual(edges, "x", "q") == {"error": "unknown node 'q'"}
+
+
+def test_typed_store_hides_association_rows_from_the_graph_tools() -> None:
+    """A row typed 'correlation' is no causal path for causal() or counterfactual(); the same
+    row untyped (a causal claim, as the legacy table holds it) is one."""
+    def box(kind: str) -> CausalToolbox:
+        env = {"tools": ["causal", "counterfactual"], "query": "fixed",
+               "edges": [["a", "b", "causal_claim"], ["b", "c", kind]], "latent": []}
+        return CausalToolbox(Request("c", (Message("user", "x"),), metadata={"tool_env": env}))
+
+    typed, untyped = box("correlation"), box("causal_claim")
+    try:
+        q = json.dumps({"query": "does a cause c?"})
+        assert typed.call("causal", q)["status"] == "none"
+        assert untyped.call("causal", q)["status"] == "found"
+        args = json.dumps({"treatment": "a", "outcome": "c"})
+        assert typed.call("counterfactual", args)["status"] == "identifiable"
+        assert untyped.call("counterfactual", args)["status"] == "not_identifiable"
+    finally:
+        typed.close()
+        untyped.close()
+
+
+def test_counterfactual_schema_is_offered_in_canonical_order() -> None:
+    """tool_schemas orders causal, counterfactual, calc, identify whatever the arm lists."""
+    names = [s["function"]["name"] for s in tool_schemas(["identify", "counterfactual",
+                                                          "causal"])]
+    assert names == ["causal", "counterfactual", "identify"]

@@ -12,6 +12,13 @@ over every cell; missing and invalid cells count as not right), ``accuracy_exact
 identifiable cells declared not identifiable), ``decision_accuracy`` (decision items),
 ``brier`` (mean where defined), and per cell ``tokens``, ``tool_calls``, ``cost_usd`` and
 ``edges_obtained`` (the evidence the arm actually fetched).
+
+No margin is assumed: equivalence is claimed only inside a margin committed in the
+preregistration (:mod:`rungbench.causal.ablations.prereg`); without one, an interval near 0
+is ``inconclusive``. An arm whose valid answers fall below the preset's registered floor
+(``[analysis]`` of ``designs/causal_arms.toml``) gives no verdict: every comparison and
+question that uses it says ``insufficient_valid_answers`` with the counts, never
+``equivalent``, ``yes`` or ``no``.
 """
 
 from __future__ import annotations
@@ -21,14 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from rungbench.causal.ablations.arms import Comparison, Matrix, Question
+from rungbench.causal.ablations.arms import Comparison, Matrix, Question, ValidityFloor
 from rungbench.errors import InputError
 from rungbench.stats.paired import paired_cluster_bootstrap, paired_summary
 
 Row = Mapping[str, Any]
 N_BOOT = 2000
-DEFAULT_MARGIN = 0.03
-"""Equivalence margin (absolute, on a 0–1 endpoint) when no preregistered margin is given."""
+INSUFFICIENT = "insufficient_valid_answers"
+"""Verdict and answer of a comparison that uses an arm below the validity floor."""
+NOT_VALID = ("invalid", "missing")
+"""Cell outcomes that are not a valid answer (an abstention is a valid answer)."""
 
 Unit = Callable[[Row], float | None]
 """An endpoint's per-cell value; None when the cell is outside the endpoint's denominator."""
@@ -63,6 +72,32 @@ def arm_endpoints(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
         values = [v for v in (unit(r) for r in rows) if v is not None]
         out[name] = {"mean": float(np.mean(values)) if values else None, "n": len(values)}
     return out
+
+
+def validity(rows: Sequence[Row], floor: ValidityFloor) -> dict[str, Any]:
+    """Valid answers of one arm against the registered floor: counts, share, sufficiency."""
+    total = len(rows)
+    valid = sum(1 for r in rows if r["outcome"] not in NOT_VALID)
+    share = valid / total if total else 0.0
+    return {"valid": valid, "total": total, "share": share,
+            "sufficient": valid >= floor.min_valid_answers and share >= floor.min_valid_share}
+
+
+def _insufficient(names: Sequence[str], by_arm: Mapping[str, Sequence[Row]],
+                  floor: ValidityFloor) -> dict[str, dict[str, Any]] | None:
+    """Validity of the named arms when any is below the floor; None when all are above it."""
+    counts = {n: validity(by_arm[n], floor) for n in names}
+    if all(c["sufficient"] for c in counts.values()):
+        return None
+    return counts
+
+
+def _no_verdict(endpoint: str, counts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    low = ", ".join(f"{n} {c['valid']}/{c['total']}" for n, c in counts.items()
+                    if not c["sufficient"])
+    return {"endpoint": endpoint, "n": 0, "n_worlds": 0, "mean": None, "ci95": None,
+            "verdict": INSUFFICIENT, "why": f"valid answers below the registered floor: {low}",
+            "valid": {n: {"valid": c["valid"], "total": c["total"]} for n, c in counts.items()}}
 
 
 def paired_units(a: Sequence[Row], b: Sequence[Row], endpoint: str
@@ -104,8 +139,11 @@ def verdict_of(low: float, high: float, margin: float | None) -> str:
 
 
 def paired_delta(a: Sequence[Row], b: Sequence[Row], endpoint: str, *, seed: int = 0,
-                 margin: float | None = DEFAULT_MARGIN, n_boot: int = N_BOOT) -> dict[str, Any]:
-    """Delta a − b on ``endpoint`` with its world-cluster interval, discordance and verdict."""
+                 margin: float | None, n_boot: int = N_BOOT) -> dict[str, Any]:
+    """Delta a − b on ``endpoint`` with its world-cluster interval, discordance and verdict.
+
+    ``margin`` is the preregistered equivalence margin, or None (then never ``equivalent``).
+    """
     va, vb, worlds = paired_units(a, b, endpoint)
     if not va:
         return {"endpoint": endpoint, "n": 0, "n_worlds": 0, "mean": None, "ci95": None,
@@ -124,44 +162,62 @@ def paired_delta(a: Sequence[Row], b: Sequence[Row], endpoint: str, *, seed: int
     }
 
 
+def compared_delta(by_arm: Mapping[str, Sequence[Row]], a: str, b: str, endpoint: str,
+                   floor: ValidityFloor, *, seed: int = 0, margin: float | None
+                   ) -> dict[str, Any]:
+    """:func:`paired_delta` of arms ``a`` − ``b``, or no verdict when either is below the
+    validity floor (``insufficient_valid_answers`` with each arm's valid/total)."""
+    counts = _insufficient([a, b], by_arm, floor)
+    if counts is not None:
+        return {**_no_verdict(endpoint, counts), "margin": margin}
+    return paired_delta(by_arm[a], by_arm[b], endpoint, seed=seed, margin=margin)
+
+
 def isolation_table(by_arm: Mapping[str, Sequence[Row]], comparisons: Sequence[Comparison],
-                    endpoint: str = "accuracy", *, seed: int = 0,
-                    margin: float | None = DEFAULT_MARGIN) -> list[dict[str, Any]]:
+                    floor: ValidityFloor, endpoint: str = "accuracy", *, seed: int = 0,
+                    margin: float | None) -> list[dict[str, Any]]:
     """The seed's "what each comparison isolates" table for the arms that ran."""
     return [{"a": c.a, "b": c.b, "isolates": c.isolates,
-             **paired_delta(by_arm[c.a], by_arm[c.b], endpoint, seed=seed, margin=margin)}
+             **compared_delta(by_arm, c.a, c.b, endpoint, floor, seed=seed, margin=margin)}
             for c in comparisons if c.a in by_arm and c.b in by_arm]
 
 
-ANSWERS = {"a_better": "yes", "b_better": "no", "equivalent": "no", "inconclusive": "inconclusive"}
-"""Question answer from the verdict of its delta."""
+ANSWERS = {"a_better": "yes", "b_better": "no", "equivalent": "no",
+           "inconclusive": "inconclusive", INSUFFICIENT: INSUFFICIENT}
+"""Question answer from the verdict of its delta ("no" needs an interval below 0, or one
+inside a preregistered margin)."""
 
 
-def answer_question(q: Question, by_arm: Mapping[str, Sequence[Row]], *, seed: int = 0,
-                    margin: float | None = DEFAULT_MARGIN) -> dict[str, Any]:
-    """One of the three questions: yes / no / inconclusive, with its endpoint and interval."""
+def answer_question(q: Question, by_arm: Mapping[str, Sequence[Row]], floor: ValidityFloor,
+                    *, seed: int = 0, margin: float | None) -> dict[str, Any]:
+    """One of the three questions: yes / no / inconclusive (or insufficient_valid_answers),
+    with its endpoint and interval."""
     base = {"id": q.id, "question": q.text, "a": q.a, "b": q.b, "endpoint": q.endpoint}
     if q.a not in by_arm or q.b not in by_arm:
         return {**base, "answer": "inconclusive", "why": f"arms {q.a} and {q.b} did not both run",
                 "mean": None, "ci95": None}
-    delta = paired_delta(by_arm[q.a], by_arm[q.b], q.endpoint, seed=seed, margin=margin)
+    delta = compared_delta(by_arm, q.a, q.b, q.endpoint, floor, seed=seed, margin=margin)
     answer = ANSWERS[delta["verdict"]]
     why = delta.get("why") or f"{q.a} − {q.b} on {q.endpoint}: {delta['verdict']}"
     return {**base, "answer": answer, "why": why, **{k: delta[k] for k in (
-        "mean", "ci95", "n", "n_worlds", "verdict")}}
+        "mean", "ci95", "n", "n_worlds", "verdict")},
+        **({"valid": delta["valid"]} if "valid" in delta else {})}
 
 
 def ablation_report(matrix: Matrix, by_arm: Mapping[str, Sequence[Row]], *, seed: int = 0,
-                    margin: float | None = DEFAULT_MARGIN) -> dict[str, Any]:
-    """Per-arm endpoints, the isolation table and the three questions (aggregates only)."""
+                    margin: float | None = None) -> dict[str, Any]:
+    """Per-arm endpoints and valid answers, the isolation table and the three questions
+    (aggregates only). ``margin`` is a preregistered equivalence margin, or None."""
+    floor = matrix.floor
     return {
         "matrix": matrix.name, "matrix_id": matrix.id, "matrix_digest": matrix.digest,
         "arms": {name: {"label": matrix.arm(name).label, "arm_digest": matrix.arm(name).digest(),
                         "cells": len(rows), "n_worlds": len({r["world_id"] for r in rows}),
-                        "endpoints": arm_endpoints(rows)}
+                        "valid": validity(rows, floor), "endpoints": arm_endpoints(rows)}
                  for name, rows in by_arm.items()},
-        "isolation": isolation_table(by_arm, matrix.comparisons, seed=seed, margin=margin),
-        "questions": [answer_question(q, by_arm, seed=seed, margin=margin)
+        "isolation": isolation_table(by_arm, matrix.comparisons, floor, seed=seed,
+                                     margin=margin),
+        "questions": [answer_question(q, by_arm, floor, seed=seed, margin=margin)
                       for q in matrix.questions],
         "margin": margin, "bootstrap": {"n_boot": N_BOOT, "cluster": "world", "seed": seed},
     }
@@ -169,14 +225,17 @@ def ablation_report(matrix: Matrix, by_arm: Mapping[str, Sequence[Row]], *, seed
 
 def to_markdown(report: Mapping[str, Any]) -> str:
     """The report as Markdown tables."""
-    lines = ["# Causal ablations", "", "| arm | cells | accuracy | exact+nonID | false-ans-nonID "
-             "| false nonID | Brier | tokens/cell | tool calls/cell | cost/cell |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["# Causal ablations", "", "| arm | cells | valid | accuracy | exact+nonID "
+             "| false-ans-nonID | false nonID | Brier | tokens/cell | tool calls/cell "
+             "| cost/cell |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, arm in report["arms"].items():
-        e = arm["endpoints"]
-        lines.append(f"| {name} | {arm['cells']} | " + " | ".join(_f(e[k]["mean"]) for k in (
+        e, v = arm["endpoints"], arm["valid"]
+        mark = "" if v["sufficient"] else " (below floor)"
+        means = " | ".join(_f(e[k]["mean"]) for k in (
             "accuracy", "accuracy_exact_nonid", "false_answer_on_non_id", "false_non_id",
-            "brier", "tokens", "tool_calls", "cost_usd")) + " |")
+            "brier", "tokens", "tool_calls", "cost_usd"))
+        lines.append(f"| {name} | {arm['cells']} | {v['valid']}/{v['total']}{mark} | {means} |")
     lines += ["", "| comparison | isolates | delta | 95% CI (world clusters) | verdict |",
               "| --- | --- | --- | --- | --- |"]
     for row in report["isolation"]:
@@ -187,6 +246,9 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     for q in report["questions"]:
         lines.append(f"| {q['id']} {q['question']} | **{q['answer']}** | {q['endpoint']} "
                      f"({q['a']} − {q['b']}) | {_f(q['mean'])} | {_ci(q['ci95'])} |")
+    margin = report.get("margin")
+    lines += ["", "Equivalence margin: " + ("none committed (an interval near 0 is inconclusive)"
+                                          if margin is None else f"±{margin:g} (preregistered)")]
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,9 @@ An arm fixes what differs between conditions: the system prompt, which causal fa
 agent can reach (public case only · the world's edges as sentences · the same edges in a
 graph store behind ``causal()``), whose edges those are (a thinned production copy or the
 true mechanism), the ``causal()`` query path, the other tools, the worker protocol text and
-the budgets. Everything else — model, worlds, evidence, initial state — is held equal by
+the budgets, the counterfactual module (A4 removes it), the routing gate in front of the graph
+tools (A6, proposal P6) and whether the store's rows are typed (A8, proposal P5). Everything
+else — model, worlds, evidence, initial state — is held equal by
 construction: one agent serves every arm of a comparison.
 
 Arms live in TOML (``rungbench/designs/causal_arms.toml`` or a user's file of the same
@@ -37,8 +39,15 @@ CONTENTS = ("production", "oracle")
 """Whose edges the text or graph holds."""
 QUERIES = ("naive", "fixed")
 """The ``causal()`` query path (seed's production query or proposal P1)."""
-TOOLS = ("causal", "calc", "identify")
+TOOLS = ("causal", "counterfactual", "calc", "identify")
 """Tools an arm may offer besides ``submit_answer``."""
+GRAPH_TOOLS = ("causal", "counterfactual", "identify")
+"""Tools that read the arm's graph store; a routing gate offers them only on flagged cases."""
+EDGE_KINDS = ("untyped", "typed")
+"""How the production store holds its rows: untyped (every row a causal claim, as the legacy
+table) or typed (proposal P5: each row keeps its relation kind)."""
+GATES = ("detector_classifier_v1",)
+"""Frozen opportunity detectors a routing gate may use (causal/instrument/detector.py)."""
 DEFAULT_PRESET = "causal_arms"
 T = TypeVar("T")
 
@@ -69,6 +78,13 @@ class Arm:
     """Token budget (prompt + completion over all turns) per cell."""
     production_keep: float
     """Share of the world's edges a production copy keeps (deterministic per edge)."""
+    production_associations: float = 0.0
+    """Share of the world's confounded pairs a production copy also holds as association
+    rows (deterministic per pair)."""
+    edges: str | None = None
+    """One of :data:`EDGE_KINDS` when facts are text or graph; None for public."""
+    gate: str | None = None
+    """The routing gate's detector (one of :data:`GATES`), or None for no gate."""
     memory: str | None = None
     """Directory the agent side keeps state in across items (scanned for contamination after
     every validation run); None when the arm declares none."""
@@ -113,6 +129,16 @@ class Question:
 
 
 @dataclass(frozen=True)
+class ValidityFloor:
+    """The registered floor below which an arm gives no verdict (``[analysis]``)."""
+
+    min_valid_answers: int
+    """Fewest valid answers (cells not ``invalid`` or ``missing``) an arm needs."""
+    min_valid_share: float
+    """Smallest share of an arm's cells that must be valid answers."""
+
+
+@dataclass(frozen=True)
 class Matrix:
     """A parsed arm preset."""
 
@@ -130,6 +156,8 @@ class Matrix:
     """Default repeated samples per case."""
     items_per_world: int
     """Default cases per world."""
+    floor: ValidityFloor
+    """Valid answers an arm needs before any comparison using it gives a verdict."""
     id: str = ""
     """The preset's ``[design] id``, recorded in the ablation report."""
 
@@ -155,8 +183,10 @@ def parse_matrix(reg: RegisteredDesign) -> Matrix:
     arms = {t.name: _arm(t, preset) for t in preset.arms}
     comparisons = tuple(Comparison(c.a, c.b, c.isolates) for c in preset.comparisons)
     questions = tuple(Question(q.id, q.text, q.a, q.b, q.endpoint) for q in preset.questions)
+    floor = ValidityFloor(preset.analysis.min_valid_answers, preset.analysis.min_valid_share)
     return Matrix(reg.name, reg.digest, arms, comparisons, questions,
-                  preset.defaults.samples, preset.defaults.items_per_world, preset.design.id)
+                  preset.defaults.samples, preset.defaults.items_per_world, floor,
+                  preset.design.id)
 
 
 def _arm(table: ArmTable, preset: AblationPreset) -> Arm:
@@ -172,7 +202,9 @@ def _arm(table: ArmTable, preset: AblationPreset) -> Arm:
         max_tool_calls=_or(table.max_tool_calls, d.max_tool_calls),
         max_tokens=_or(table.max_tokens, d.max_tokens),
         production_keep=float(_or(table.production_keep, d.production_keep)),
-        memory=table.memory)
+        production_associations=float(d.production_associations),
+        edges=(table.edges or "untyped") if table.facts != "public" else None,
+        gate=table.gate, memory=table.memory)
 
 
 def _or(value: T | None, default: T) -> T:
@@ -180,7 +212,7 @@ def _or(value: T | None, default: T) -> T:
 
 
 Facts = Literal["public", "text", "graph"]
-Tool = Literal["causal", "calc", "identify"]
+Tool = Literal["causal", "counterfactual", "calc", "identify"]
 Endpoint = Literal["accuracy", "accuracy_exact_nonid", "false_answer_on_non_id",
                    "false_non_id", "decision_accuracy", "brier", "tokens", "tool_calls",
                    "cost_usd", "edges_obtained"]
@@ -206,9 +238,26 @@ class AblationDefaults(PresetModel):
     production_keep: Annotated[float, Field(ge=0.0, le=1.0)] = key(
         "request", "Share of the world's edges a production copy keeps (deterministic per "
         "edge).")
+    production_associations: Annotated[float, Field(ge=0.0, le=1.0)] = key(
+        "request", "Share of the world's confounded pairs (two variables with a common cause "
+        "and no edge between them) a production copy also holds as association rows — the "
+        "correlation-as-causation rows prose extraction produces; an untyped store holds "
+        "them as causal claims, a typed one (edges = 'typed') as correlations.")
     max_tool_calls: int = key("request", "Tool-call budget per cell.", ge=0)
     max_tokens: int = key("request", "Token budget (prompt + completion, all turns) per "
                           "cell.", ge=1)
+
+
+class AnalysisTable(PresetModel):
+    """``[analysis]``: the validity floor every comparison checks before its verdict."""
+
+    min_valid_answers: int = key(
+        "analysis", "Fewest valid answers (cells neither invalid nor missing) an arm needs; "
+        "below it every comparison and question using the arm says "
+        "insufficient_valid_answers.", ge=1)
+    min_valid_share: Annotated[float, Field(ge=0.0, le=1.0)] = key(
+        "analysis", "Smallest share of an arm's cells that must be valid answers (same "
+        "consequence).")
 
 
 class ArmTable(PresetModel):
@@ -228,6 +277,15 @@ class ArmTable(PresetModel):
     tools: list[Tool] = key("request", "Tools offered besides submit_answer.")
     protocol: str | None = key("request", "Name of the [protocols] text appended to the "
                                "prompt.", default=None)
+    edges: Literal["untyped", "typed"] | None = key(
+        "request", "How the store (or the text) holds the rows: untyped, every row a causal "
+        "claim as in the legacy table; typed (proposal P5), each row keeps its relation kind, "
+        "so association rows are not causal paths. Unset means untyped; refused with facts = "
+        "'public'.", default=None)
+    gate: Literal["detector_classifier_v1"] | None = key(
+        "request", "Routing gate (proposal P6): the graph tools (causal, counterfactual, "
+        "identify) are offered only on cases whose question this frozen opportunity "
+        "detector flags; needs the causal tool.", default=None)
     memory: str | None = key("gate", "Directory the agent keeps state in; scanned for "
                              "contamination after every validation run.", default=None,
                              min_length=1)
@@ -252,6 +310,15 @@ class ArmTable(PresetModel):
         if ("causal" in self.tools) != (self.query is not None):
             raise KeyRefusal("query", f"arm {self.name!r}: query is required with the causal tool "
                              "and refused without it")
+        if "counterfactual" in self.tools and self.facts != "graph":
+            raise KeyRefusal("tools", f"arm {self.name!r}: the counterfactual module reads the "
+                             "graph store (facts = 'graph')")
+        if self.facts == "public" and self.edges is not None:
+            raise KeyRefusal("edges", f"arm {self.name!r}: edges is refused with facts = "
+                             "'public'")
+        if self.gate is not None and "causal" not in self.tools:
+            raise KeyRefusal("gate", f"arm {self.name!r}: a routing gate stands in front of the "
+                             "causal tool; the arm offers none")
         return self
 
 
@@ -279,6 +346,7 @@ class AblationPreset(PresetModel):
 
     design: AblationIdentity
     defaults: AblationDefaults
+    analysis: AnalysisTable
     prompts: dict[str, str] = key("request", "Named system prompts.")
     protocols: dict[str, str] = key("request", "Named worker-protocol texts.",
                                     default_factory=dict)

@@ -3,7 +3,9 @@
 A cell is one public case under one arm, sample ``k`` (cell id ``<case_id>~s<k>``): the arm's
 system prompt, the case rendered as the bench renders it (minus the world id, which the agent
 side never sees), the arm's text facts when it has them, the ``submit_answer`` tool plus the
-arm's tools, and in metadata (never sent) the budget and the tool environment. Samples of a
+arm's tools, and in metadata (never sent) the budget and the tool environment. An arm with a
+routing gate offers its graph tools only on cases whose question the gate's frozen detector
+flags as a causal opportunity (the verdict is recorded in the cell). Samples of a
 case send identical payloads: a stochastic model draws again, a deterministic one repeats.
 
 Cases are chosen per world in bench order (:func:`select_cases`), the same for every arm, so
@@ -12,6 +14,7 @@ arms pair by (case, sample) and cluster by world.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,12 +24,13 @@ from pydantic import ValidationError
 
 from rungbench.agents.outcomes import Outcome
 from rungbench.agents.protocol import Message, Request
-from rungbench.causal.ablations.arms import Arm
-from rungbench.causal.ablations.facts import Edges, arm_edges, fact_sentences, world_edges
+from rungbench.causal.ablations.arms import GRAPH_TOOLS, Arm
+from rungbench.causal.ablations.facts import Edges, arm_rows, fact_sentences, world_edges
 from rungbench.causal.ablations.tools import tool_schemas
 from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PublicCase
 from rungbench.causal.bench.requests import SUBMIT_ANSWER_TOOL, validate_causal_answer
 from rungbench.causal.bench.scorer import score
+from rungbench.causal.instrument.detector import Detector, load_detector
 from rungbench.evidence.store import ObjectStore
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import EVENTS, load_run
@@ -97,24 +101,51 @@ def case_text(case: PublicCase) -> str:
     return "\n\n".join(parts)
 
 
+@functools.cache
+def gate_detector(name: str) -> Detector:
+    """The frozen opportunity detector a routing gate names (loaded once)."""
+    return load_detector(f"{name}.json")
+
+
+def routing(arm: Arm, case: PublicCase) -> dict[str, Any] | None:
+    """The gate's verdict on the case's question, or None when the arm has no gate."""
+    if arm.gate is None:
+        return None
+    detector = gate_detector(arm.gate)
+    found = detector.detect(case.question)
+    return {"detector": detector.version, "opportunity": found.opportunity,
+            "kind": found.kind}
+
+
+def offered_tools(arm: Arm, route: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The arm's tools on one case: without the graph tools where its gate says no."""
+    if route is None or route["opportunity"]:
+        return arm.tools
+    return tuple(t for t in arm.tools if t not in GRAPH_TOOLS)
+
+
 def arm_request(arm: Arm, case: PublicCase, sample: int, edges: Edges) -> Request:
     """One cell's frozen request."""
-    held = arm_edges(edges, case.world_id, arm.content, arm.production_keep)
+    held = arm_rows(edges, case.world_id, arm.content, arm.production_keep,
+                    arm.production_associations, arm.edges == "typed")
     text = case_text(case)
     if arm.facts == "text":
         text = f"{text}\n\n{fact_sentences(held)}"
+    route = routing(arm, case)
+    tools = offered_tools(arm, route)
     return Request(
         case_id=f"{case.case_id}~s{sample}",
         messages=(Message("system", arm.system_prompt), Message("user", text)),
-        tools=(SUBMIT_ANSWER_TOOL, *tool_schemas(arm.tools)),
+        tools=(SUBMIT_ANSWER_TOOL, *tool_schemas(tools)),
         tool_choice="required",
         metadata={
             "task": ABLATION_TASK, "arm": arm.name, "arm_digest": arm.digest(),
             "case_id": case.case_id, "world_id": case.world_id, "sample": sample,
             "budget": Budget(arm.max_tool_calls, arm.max_tokens).to_json(),
-            "tool_env": {"tools": list(arm.tools), "query": arm.query,
+            "tool_env": {"tools": list(tools), "query": arm.query,
                          "edges": [list(e) for e in held] if arm.facts == "graph" else [],
                          "latent": latent_nodes(case)},
+            **({"routing": route} if route is not None else {}),
         },
     )
 
@@ -188,12 +219,19 @@ def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle]) -> list[dict[s
             "tokens": int(event.get("tokens_in", 0)) + int(event.get("tokens_out", 0)),
             "cost_usd": float(event.get("cost_usd", 0.0)),
             "tool_calls": len(obtained),
+            "routed": _routed(meta),
             "tools_used": sorted({str(c["tool"]) for c in obtained}),
             "evidence": [str(c["result_digest"]) for c in obtained],
             "edges_obtained": _edges_obtained(store, obtained),
             "run_id": str(manifest["run_id"]),
         })
     return rows
+
+
+def _routed(meta: Mapping[str, Any]) -> bool | None:
+    """Whether a gated cell was offered the graph tools (None when the arm has no gate)."""
+    route = meta.get("routing")
+    return None if not isinstance(route, dict) else bool(route["opportunity"])
 
 
 def _edges_obtained(store: ObjectStore, calls: Sequence[Mapping[str, Any]]) -> int:

@@ -13,6 +13,15 @@ abstains on every other item (identically in every arm, so deltas come from the 
 * ``planted:graph_only`` — the same agent reading only ``causal()`` results, so the graph
   *format* helps it: A10 − A9 > 0.
 * ``planted:bare`` — never uses facts (every arm alike).
+* ``planted:counterfactual`` — the reader that also consults the counterfactual module on
+  point-valued rung-3 items (``… if X=v had been set, how likely is Y=w?``, ``Had X=v been
+  forced, what is P(Y=w)?``; never the bounds items) and answers ``not_identifiable`` when
+  the module says the outcome's value is not computable; without it, it abstains there. Its
+  planted effect: A2 − A4 on accuracy is exactly the share of cells that are
+  non-identifiable rung-3 items whose outcome lies downstream of the treatment in A2's graph
+  (and it pays for it in false non-identifications on the identifiable ones).
+* :class:`InvalidAnswerer` (``planted:invalid``) — every answer fails the answer check (a
+  confidence of 2), so every cell is ``invalid``: no comparison may give a verdict from it.
 """
 
 from __future__ import annotations
@@ -29,6 +38,10 @@ GRAPH_EVIDENCE = "Evidence (graph_joint):"
 VALUE_FORMAT = "Answer format: status|value|confidence"
 _ASSIGNED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=[01]")
 _FACT = re.compile(r"^- (\S+) causes (\S+)\.$", re.MULTILINE)
+_NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
+_RUNG3_POINT = (re.compile(rf"if {_NAME}=[01] had been set, how likely is {_NAME}=[01]\?"),
+                re.compile(rf"Had {_NAME}=[01] been forced, what is P\({_NAME}=[01]\)\?"))
+"""The bench's two wordings of a point-valued rung-3 question (treatment, outcome)."""
 _EVIDENCE = re.compile(r"Evidence \([a-z_]+\):\n")
 
 
@@ -52,6 +65,15 @@ def evidence_names(text: str) -> list[str]:
     joint = payload.get("joint") if isinstance(payload, dict) else None
     names = joint.get("names") if isinstance(joint, dict) else None
     return [str(n) for n in names] if isinstance(names, list) else []
+
+
+def rung3_point(question: str) -> tuple[str, str] | None:
+    """(treatment, outcome) of a point-valued rung-3 question, None for any other."""
+    for pattern in _RUNG3_POINT:
+        found = pattern.search(question)
+        if found is not None:
+            return found.group(1), found.group(2)
+    return None
 
 
 def text_facts(text: str) -> set[tuple[str, str]]:
@@ -84,18 +106,23 @@ class FactReader:
     """Answers discovery items from the facts it obtained (see the module docstring)."""
 
     def __init__(self, name: str = "planted:reader", *, text: bool = True,
-                 graph: bool = True) -> None:
+                 graph: bool = True, counterfactual: bool = False) -> None:
         self.name = name
         self.text = text
         self.graph = graph
+        self.counterfactual = counterfactual
 
     def describe(self) -> dict[str, Any]:
         """Identity for a run manifest."""
-        return {"kind": "planted", "name": self.name, "text": self.text, "graph": self.graph}
+        return {"kind": "planted", "name": self.name, "text": self.text, "graph": self.graph,
+                "counterfactual": self.counterfactual}
 
     def respond(self, request: Request) -> Response:
         """One turn: query ``causal()`` once per variable, then answer or abstain."""
         user = _user(request)
+        rung3 = rung3_point(user.split("\n\n", 1)[0])
+        if rung3 is not None and self.counterfactual and "counterfactual" in offered(request):
+            return self._counterfactual(request, *rung3)
         if GRAPH_EVIDENCE in user and VALUE_FORMAT in user and self.graph \
                 and "identify" in offered(request):
             return self._identification(request, user)
@@ -120,6 +147,18 @@ class FactReader:
                         "confidence": 0.9, "claim_text": "edges from the causal facts"})
 
 
+    def _counterfactual(self, request: Request, treatment: str, outcome: str) -> Response:
+        """Rung-3 question: ask the counterfactual module; decline when it says the value is
+        not computable, abstain otherwise."""
+        results = [json.loads(m.content) for m in request.messages if m.role == "tool"]
+        if not results:
+            return Response(text=None, tool_calls=(ToolCall("counterfactual", json.dumps(
+                {"treatment": treatment, "outcome": outcome})),))
+        if results[-1].get("status") == "not_identifiable":
+            return _submit({"status": "not_identifiable", "confidence": 0.8,
+                            "claim_text": "counterfactual module: no mechanisms stored"})
+        return _submit({"status": "abstain", "claim_text": "counterfactual value not computed"})
+
     def _identification(self, request: Request, user: str) -> Response:
         """Graph-and-joint question: ask ``identify``; decline when it says not identifiable."""
         named = _ASSIGNED.findall(user.split("\n\n", 1)[0])
@@ -137,11 +176,26 @@ def _submit(fields: dict[str, Any]) -> Response:
     return Response(text=None, tool_calls=(ToolCall("submit_answer", json.dumps(fields)),))
 
 
-PLANTED = ("reader", "graph_only", "bare")
+class InvalidAnswerer:
+    """Submits an answer the runner's answer check rejects, in every arm."""
+
+    name = "planted:invalid"
+
+    def describe(self) -> dict[str, Any]:
+        """Identity for a run manifest."""
+        return {"kind": "planted", "name": self.name}
+
+    def respond(self, request: Request) -> Response:
+        """One turn: an answer with a confidence outside [0, 1]."""
+        return _submit({"status": "abstain", "confidence": 2.0,
+                        "claim_text": "a confidence no answer check accepts"})
+
+
+PLANTED = ("reader", "graph_only", "bare", "counterfactual", "invalid")
 """Names of the planted agents (``planted:<name>``)."""
 
 
-def planted_agent(name: str) -> FactReader:
+def planted_agent(name: str) -> FactReader | InvalidAnswerer:
     """Return planted agent ``name`` (with or without the ``planted:`` prefix)."""
     short = name.removeprefix("planted:")
     if short == "reader":
@@ -150,5 +204,9 @@ def planted_agent(name: str) -> FactReader:
         return FactReader("planted:graph_only", text=False)
     if short == "bare":
         return FactReader("planted:bare", text=False, graph=False)
+    if short == "counterfactual":
+        return FactReader("planted:counterfactual", counterfactual=True)
+    if short == "invalid":
+        return InvalidAnswerer()
     raise InputError(f"unknown planted agent {name!r}; known: "
                      + ", ".join(f"planted:{p}" for p in PLANTED), field="agent")

@@ -39,10 +39,10 @@ import numpy as np
 
 from rungbench.agents.protocol import Agent
 from rungbench.causal.ablations import analysis, cells, contamination
-from rungbench.causal.ablations.arms import Matrix
+from rungbench.causal.ablations.arms import Matrix, ValidityFloor
 from rungbench.causal.ablations.runs import ArmRun, run_arms
 from rungbench.causal.bench.verified import CASES, PUBLIC_MANIFEST, open_bench
-from rungbench.errors import IntegrityError, Reason, Refusal
+from rungbench.errors import InputError, IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes
 from rungbench.evidence.store import write_atomic
 from rungbench.execute.events import EventLog
@@ -160,8 +160,14 @@ def _split(bench: Path) -> str:
     return str(manifest.get("split"))
 
 
-def default_margins(pilot_doc: Mapping[str, Any], matrix: Matrix) -> dict[str, Any]:
-    """The seed's starting margins plus the sample size the pilot's discordance implies."""
+def default_margins(pilot_doc: Mapping[str, Any], matrix: Matrix,
+                    equivalence_margin: float | None = None) -> dict[str, Any]:
+    """The seed's starting margins plus the sample size the pilot's discordance implies.
+
+    ``equivalence_margin`` is the committed margin inside which a difference is called
+    equivalent; None commits none (every interval near 0 stays inconclusive). The seed
+    states no equivalence margin, so none is assumed.
+    """
     candidates = {}
     for kind, spec in STARTING_MARGINS.items():
         pair: Mapping[str, Any] = pilot_doc["pairs"].get(f"A2-A9:{spec['primary']}") or next(
@@ -174,12 +180,17 @@ def default_margins(pilot_doc: Mapping[str, Any], matrix: Matrix) -> dict[str, A
         candidates[kind] = {**spec, "pilot_discordance": psi, "sample_size_pairs": n}
     return {"schema": MARGINS_SCHEMA, "matrix_digest": matrix.digest,
             "analysis_digest": analysis_digest(), "candidates": candidates,
-            "equivalence_margin": analysis.DEFAULT_MARGIN,
+            "equivalence_margin": equivalence_margin,
             "cohort": {"max_looks": MAX_LOOKS, "max_age_days": MAX_AGE_DAYS}}
 
 
-def commit(root: Path, matrix: Matrix, *, now: Now | None = None) -> dict[str, Any]:
-    """Freeze margins.json from the pilot (defaults: the seed's starting margins)."""
+def commit(root: Path, matrix: Matrix, *, equivalence_margin: float | None = None,
+           now: Now | None = None) -> dict[str, Any]:
+    """Freeze margins.json from the pilot (the seed's starting margins, and the equivalence
+    margin given here or none)."""
+    if equivalence_margin is not None and not 0.0 < equivalence_margin < 1.0:
+        raise InputError(f"equivalence margin {equivalence_margin!r} is not in (0, 1)",
+                         field="equivalence_margin")
     records = _ledger(root).read()
     pilots = [r for r in records if r["kind"] == "pilot"]
     if not pilots:
@@ -192,7 +203,8 @@ def commit(root: Path, matrix: Matrix, *, now: Now | None = None) -> dict[str, A
     data = pilot_path.read_bytes()
     if bytes_digest(data) != pilots[-1]["digest"]:
         raise IntegrityError(f"{pilot_path}: changed since the pilot wrote it")
-    doc = {**default_margins(json.loads(data), matrix), "pilot": pilots[-1]["digest"]}
+    doc = {**default_margins(json.loads(data), matrix, equivalence_margin),
+           "pilot": pilots[-1]["digest"]}
     digest = _write_json(root / MARGINS, doc)
     _ledger(root).append({"kind": "commit", "digest": digest, "at": _utc(now).isoformat()})
     return {**doc, "digest": digest}
@@ -216,6 +228,12 @@ def committed_margins(root: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
                       "committed", subject="analysis", committed=margins.get("analysis_digest"),
                       now=analysis_digest())
     return margins, records
+
+
+def committed_equivalence(margins: Mapping[str, Any]) -> float | None:
+    """The equivalence margin a committed margins document holds (None: none committed)."""
+    value = margins.get("equivalence_margin")
+    return None if value is None else float(value)
 
 
 def cohort_state(records: Sequence[Mapping[str, Any]], cohort: str, now: dt.datetime,
@@ -285,7 +303,7 @@ def validate(root: Path, matrix: Matrix, candidate: str, bench: Path, agent: Age
     folder = root / "looks" / f"{number:03d}-{candidate}"
     runs = run_arms(matrix, [candidate, comparator], bench, folder, agent, samples=1,
                     concurrency=concurrency)
-    result = judge(runs, spec, float(margins["equivalence_margin"]))
+    result = judge(runs, spec, committed_equivalence(margins), matrix.floor)
     hits = contamination.scan([r.run_dir for r in runs],
                               memory if memory is not None else
                               (Path(arm.memory) if arm.memory else None),
@@ -316,10 +334,20 @@ def _write_hits(root: Path, hits: Sequence[contamination.Hit], look: str) -> Non
     os.chmod(path, 0o600)
 
 
-def judge(runs: Sequence[ArmRun], spec: Mapping[str, Any], margin: float) -> dict[str, Any]:
-    """Primary endpoint against the useful effect; guardrails as noninferiority margins."""
+def judge(runs: Sequence[ArmRun], spec: Mapping[str, Any], margin: float | None,
+          floor: ValidityFloor) -> dict[str, Any]:
+    """Primary endpoint against the useful effect; guardrails as noninferiority margins.
+
+    An arm below the validity floor decides nothing: ``insufficient_valid_answers`` with the
+    counts of both arms.
+    """
     cand, comp = runs[0].rows, runs[1].rows
-    primary = analysis.paired_delta(cand, comp, str(spec["primary"]), margin=margin)
+    by_arm = {"candidate": cand, "comparator": comp}
+    primary = analysis.compared_delta(by_arm, "candidate", "comparator", str(spec["primary"]),
+                                      floor, margin=margin)
+    if primary["verdict"] == analysis.INSUFFICIENT:
+        return {"decision": analysis.INSUFFICIENT, "primary": primary,
+                "useful_effect": float(spec["useful_effect"]), "guardrails": {}}
     guards = {}
     ok = True
     for endpoint, rule in spec["guardrails"].items():

@@ -1,4 +1,5 @@
-"""The tools an arm offers: ``causal`` over a graph store, ``calc`` and ``identify``.
+"""The tools an arm offers: ``causal`` and ``counterfactual`` over a graph store, ``calc`` and
+``identify``.
 
 Schemas are OpenAI function-calling tools, identical wherever an arm offers them. The
 environment (:class:`CausalToolbox`) is built fresh for every attempt of every cell from the
@@ -10,9 +11,19 @@ memories go to the scratch namespace and are deleted after the run").
 * ``causal(query)`` — the instrument's ``causal()`` contract (docs/CONTRACTS.md §11) over that
   store, through the arm's query path (:func:`~rungbench.causal.instrument.query.naive` or
   :func:`~rungbench.causal.instrument.query.fixed`).
+* ``counterfactual(treatment, outcome)`` — the counterfactual module (arm A4 turns it off):
+  do-surgery on the stored graph that severs the treatment's *incoming* edges (seed 003
+  proposal P4, Pearl's do, not the nullification of outgoing edges), then: no directed path
+  left from treatment to outcome → the outcome keeps its factual value (``identifiable``,
+  ``no_directed_path``); otherwise ``not_identifiable``, because a store of edges holds no
+  structural equations or exogenous-noise model and a counterfactual value needs both (P4:
+  "return not_identifiable for numeric counterfactuals rather than a number").
 * ``calc(expression)`` — exact arithmetic on numbers with ``+ - * / **`` and parentheses.
 * ``identify(treatment, outcome)`` — back-door, then front-door search over the arm's graph
   (latent nodes never adjusted for); says ``not_identifiable`` when neither criterion holds.
+
+The graph tools read only the store's causal-claim rows; in an untyped store (the legacy
+table) every row is one, association rows included.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from typing import Any
 import networkx as nx
 
 from rungbench.agents.protocol import Request
-from rungbench.causal.ablations.facts import store_rows
+from rungbench.causal.ablations.facts import CAUSAL, Row, causal_edges, store_rows
 from rungbench.causal.instrument.graph_store import write_store
 from rungbench.causal.instrument.query import ToolRequest, fixed, naive
 from rungbench.errors import InputError
@@ -76,16 +87,36 @@ IDENTIFY_TOOL: dict[str, Any] = {
         },
     },
 }
-SCHEMAS: dict[str, dict[str, Any]] = {"causal": CAUSAL_TOOL, "calc": CALC_TOOL,
-                                      "identify": IDENTIFY_TOOL}
+COUNTERFACTUAL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "counterfactual",
+        "description": ("Counterfactual module over the stored graph: had treatment been set "
+                        "otherwise in this episode, could outcome have differed, and can its "
+                        "value be computed from the store?"),
+        "parameters": {
+            "type": "object",
+            "properties": {"treatment": {"type": "string"}, "outcome": {"type": "string"}},
+            "required": ["treatment", "outcome"],
+            "additionalProperties": False,
+        },
+    },
+}
+SCHEMAS: dict[str, dict[str, Any]] = {"causal": CAUSAL_TOOL,
+                                      "counterfactual": COUNTERFACTUAL_TOOL,
+                                      "calc": CALC_TOOL, "identify": IDENTIFY_TOOL}
 """Tool name -> schema."""
+NO_MECHANISM = ("the graph store holds edges only, no structural equations or exogenous-noise "
+                "model; a counterfactual value needs both")
+"""Why the counterfactual module declines a value (seed 003 proposal P4)."""
 
 MAX_EXPRESSION = 400
 """Longest ``calc`` expression accepted (characters)."""
 
 
 def tool_schemas(names: Sequence[str]) -> tuple[dict[str, Any], ...]:
-    """The schemas of ``names`` in the canonical order causal, calc, identify."""
+    """The schemas of ``names`` in the canonical order causal, counterfactual, calc,
+    identify."""
     return tuple(SCHEMAS[n] for n in SCHEMAS if n in names)
 
 
@@ -150,6 +181,28 @@ def identify(edges: Sequence[Sequence[str]], latent: Sequence[str], treatment: s
     return {"status": "not_identifiable", "criterion": None, "set": []}
 
 
+def counterfactual(edges: Sequence[Sequence[str]], treatment: str, outcome: str,
+                   nodes: Sequence[str] = ()) -> dict[str, Any]:
+    """Do-surgery on ``treatment`` (incoming edges severed), then whether ``outcome`` can
+    differ and whether its value is computable from a store of edges. ``nodes`` adds the
+    store's nodes no causal edge touches."""
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from((a, b) for a, b in edges)
+    for name in (treatment, outcome):
+        if name not in g:
+            return {"error": f"unknown node {name!r}"}
+    severed = sorted([a, treatment] for a, _ in g.in_edges(treatment))
+    cut = g.copy()
+    cut.remove_edges_from(list(g.in_edges(treatment)))
+    if treatment == outcome or nx.has_path(cut, treatment, outcome):
+        return {"status": "not_identifiable", "severed": severed, "outcome_downstream": True,
+                "reason": NO_MECHANISM}
+    return {"status": "identifiable", "criterion": "no_directed_path", "severed": severed,
+            "outcome_downstream": False,
+            "value": "the outcome keeps its factual value in this episode"}
+
+
 def _front_door(g: nx.DiGraph, t: str, y: str, m: set[str]) -> bool:
     blocked = g.copy()
     blocked.remove_nodes_from(m)
@@ -173,7 +226,8 @@ class CausalToolbox:
             raise InputError(f"cell {request.case_id!r} carries no tool_env",
                              field="metadata.tool_env")
         self.tools = tuple(str(t) for t in env.get("tools", ()))
-        self.edges = tuple((str(a), str(b)) for a, b in env.get("edges", ()))
+        self.rows = tuple(_row(r) for r in env.get("edges", ()))
+        self.edges = causal_edges(self.rows)
         self.latent = tuple(str(n) for n in env.get("latent", ()))
         self.query = naive if env.get("query") == "naive" else fixed
         self._dir: Path | None = None
@@ -181,7 +235,7 @@ class CausalToolbox:
         if "causal" in self.tools:
             self._dir = Path(tempfile.mkdtemp(prefix="rungbench-ablation-"))
             self._store = str(self._dir / "graph.sqlite")
-            write_store(self._store, store_rows(self.edges)).close()
+            write_store(self._store, store_rows(self.rows)).close()
 
     def offers(self, name: str) -> bool:
         """Whether ``name`` is one of this arm's tools (never ``submit_answer``)."""
@@ -204,10 +258,13 @@ class CausalToolbox:
             expression = args.get("expression")
             return calc(expression) if isinstance(expression, str) else {
                 "error": "expression must be a string"}
-        if name == "identify":
+        if name in ("identify", "counterfactual"):
             t, y = args.get("treatment"), args.get("outcome")
             if not isinstance(t, str) or not isinstance(y, str):
                 return {"error": "treatment and outcome must be strings"}
+            if name == "counterfactual":
+                nodes = sorted({n for a, b, _ in self.rows for n in (a, b)})
+                return counterfactual(self.edges, t, y, nodes)
             return identify(self.edges, self.latent, t, y)
         return {"error": f"tool {name!r} is not offered"}
 
@@ -216,6 +273,14 @@ class CausalToolbox:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def _row(row: Sequence[Any]) -> Row:
+    """A tool environment's row: ``[cause, effect, kind]``, or ``[cause, effect]`` (a causal
+    claim) as frozen before rows were typed."""
+    if len(row) == 2:
+        return (str(row[0]), str(row[1]), CAUSAL)
+    return (str(row[0]), str(row[1]), str(row[2]))
 
 
 def causal_toolbox(request: Request) -> CausalToolbox:
