@@ -14,6 +14,13 @@ taxonomy": each confused agent must show its own label on its failures,
 ``resampled``             answers counterfactuals with fresh noise for descendants
 ``never_abstain``         never says not_identifiable: answers a value on non-ID items
 ``always_abstain``        abstains on every item
+``correlation_as_``       on fork pairs, answers the association P(y | x)
+``causation``
+``confounding_neglect``   on confounded pairs, answers P(y | x) for P(y | do x)
+``reverse_causation``     on chain pairs, answers P(b | a) (on the reversed twin too)
+``collider_bias``         on collider pairs, answers P(y | x, C = c)
+``mediator_misuse``       on mediation pairs, answers Σ_m P(y | x, m) P(m)
+``temporal_order``        on listing-order pairs, orients edges by listing position
 ========================  ==================================================
 
 Episode families (records/2, :data:`EPISODE_POLICIES`): ``oracle``,
@@ -25,7 +32,7 @@ the records of the other version as the oracle does, so its failures are its own
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +43,14 @@ from rungbench.causal.bench.records import (
     EpisodeOracle,
     PrivateOracle,
     PublicCase,
+)
+from rungbench.causal.bench.taxonomy import (
+    COLLIDER_SELECTION,
+    CONFOUNDING_NEGLECT,
+    CORRELATION_AS_CAUSATION,
+    MEDIATOR_MISUSE,
+    REVERSE_CAUSATION,
+    TEMPORAL_ORDER,
 )
 from rungbench.errors import InputError
 
@@ -112,6 +127,45 @@ def _always_abstain(o: PrivateOracle) -> dict[str, Any]:
     return {"status": "abstain"}
 
 
+def _in_pair(o: PrivateOracle, label: str) -> bool:
+    return o.variant is not None and o.variant.label == label
+
+
+def _reads_association(label: str) -> Callable[[PrivateOracle], dict[str, Any]]:
+    """On the cases of ``label``'s diagnostic pairs, answers P(y | x) for P(y | do x)."""
+    def policy(o: PrivateOracle) -> dict[str, Any]:
+        if not _in_pair(o, label):
+            return _oracle_fields(o)
+        return _point(o.confusions.rung1, o)
+    return policy
+
+
+def _adjusts(label: str) -> Callable[[PrivateOracle], dict[str, Any]]:
+    """On ``label``'s pairs, conditions on the collider (adjusts for the mediator) when the
+    case shows one: answers the variant's confused value; without one, P(y | x)."""
+    def policy(o: PrivateOracle) -> dict[str, Any]:
+        if not _in_pair(o, label):
+            return _oracle_fields(o)
+        assert o.variant is not None
+        confused = o.variant.confused
+        return _point(confused[0] if confused else o.confusions.rung1, o)
+    return policy
+
+
+def listing_edges(case: PublicCase, edges: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``edges``' skeleton oriented by the case's listing: earlier-listed variable first."""
+    names = list(case.evidence.payload["joint"]["names"])
+    pos = {n: i for i, n in enumerate(names)}
+    return [(a, b) if pos[a] < pos[b] else (b, a) for a, b in edges]
+
+
+def _temporal_order(o: PrivateOracle, case: PublicCase) -> dict[str, Any]:
+    """On listing-order pairs, orients the true skeleton by the order variables are listed."""
+    if not _in_pair(o, TEMPORAL_ORDER):
+        return _oracle_fields(o)
+    return {"status": "answer", "edges": listing_edges(case, o.true_edges or [])}
+
+
 POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
     "oracle": (_oracle_fields, 1.0),
     "rung1": (_rung1, 0.95),
@@ -119,14 +173,35 @@ POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
     "resampled": (_resampled, 0.95),
     "never_abstain": (_never_abstain, 0.95),
     "always_abstain": (_always_abstain, 0.5),
+    "correlation_as_causation": (_reads_association(CORRELATION_AS_CAUSATION), 0.8),
+    "confounding_neglect": (_reads_association(CONFOUNDING_NEGLECT), 0.8),
+    "reverse_causation": (_reads_association(REVERSE_CAUSATION), 0.8),
+    "collider_bias": (_adjusts(COLLIDER_SELECTION), 0.8),
+    "mediator_misuse": (_adjusts(MEDIATOR_MISUSE), 0.8),
 }
-"""Reference agent name -> (answer policy, stated confidence)."""
+"""Reference agent name -> (answer policy, stated confidence).
+
+The planted twin-label agents (``correlation_as_causation`` …) err only on the cases of
+their own diagnostic pairs (read from the private variant record) and answer as the oracle
+elsewhere, with confidence below the certainty bar, so each failure carries one label."""
+
+CASE_POLICIES: dict[str, tuple[Callable[[PrivateOracle, PublicCase], dict[str, Any]],
+                               float]] = {
+    "temporal_order": (_temporal_order, 0.8),
+}
+"""Reference agents whose answer also reads the public case (its listing order)."""
 
 SIGNATURES: dict[str, str] = {
     "rung1": "observation_intervention_confusion",
     "rung2_population": "intervention_counterfactual_confusion",
     "resampled": "incorrect_noise_reuse",
     "never_abstain": "non_identifiability_ignored",
+    "correlation_as_causation": CORRELATION_AS_CAUSATION,
+    "confounding_neglect": CONFOUNDING_NEGLECT,
+    "reverse_causation": REVERSE_CAUSATION,
+    "collider_bias": COLLIDER_SELECTION,
+    "mediator_misuse": MEDIATOR_MISUSE,
+    "temporal_order": TEMPORAL_ORDER,
 }
 """The failure label each confused reference agent must receive on its wrong items."""
 
@@ -154,8 +229,12 @@ class ReferenceAgent:
         oracle = self.oracles.get(case.case_id)
         if oracle is None:
             raise InputError(f"no oracle record for case {case.case_id!r}", field="case_id")
-        policy, confidence = POLICIES[self.name if self.name in POLICIES else "oracle"]
-        fields = policy(oracle)
+        if self.name in CASE_POLICIES:
+            case_policy, confidence = CASE_POLICIES[self.name]
+            fields = case_policy(oracle, case)
+        else:
+            policy, confidence = POLICIES[self.name if self.name in POLICIES else "oracle"]
+            fields = policy(oracle)
         return AgentResponse(
             case_id=case.case_id,
             arm=f"reference:{self.name}",
@@ -174,8 +253,9 @@ def reference_agent(spec: str, oracles: Mapping[str, PrivateOracle],
     :data:`POLICIES`; with them, the records/2 policies too.
     """
     kind, _, name = spec.partition(":")
-    names = [*POLICIES, *(n for n in EPISODE_POLICIES if n not in POLICIES)] if episode_oracles \
-        else list(POLICIES)
+    plain = [*POLICIES, *CASE_POLICIES]
+    names = [*plain, *(n for n in EPISODE_POLICIES if n not in plain)] if episode_oracles \
+        else plain
     if kind != "reference" or name not in names:
         known = ", ".join(f"reference:{n}" for n in names)
         hint = "" if episode_oracles or name not in EPISODE_POLICIES else \
