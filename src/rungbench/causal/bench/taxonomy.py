@@ -391,5 +391,13 @@ PROJECT_LABELS: tuple[str, ...] = (NEGATIVE_EVIDENCE, UNEXPLAINED)
 """Labels this project adds to the seed's 22: the negative-evidence misread (see
 :data:`EPISODE_LABELS`) and ``unexplained`` (a failure no licensed mechanism shows)."""
 
+PROJECT_EVIDENCE: dict[str, str] = {
+    NEGATIVE_EVIDENCE: "An absent alarm read as evidence where the sensor does not cover or "
+                       "the delay has not passed, or ignored where it has (posterior matches "
+                       "the misread twin's)",
+    UNEXPLAINED: "A failure that no licensed mechanism, matched variant or trace shows",
+}
+"""The evidence rule of each of :data:`PROJECT_LABELS`."""
+
 ALL_LABELS: tuple[str, ...] = (*(f.name for f in TAXONOMY), *PROJECT_LABELS)
 """Every label a row may carry, in report order: the seed's 22, then the project's."""
