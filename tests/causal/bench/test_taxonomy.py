@@ -18,6 +18,7 @@ from rungbench.causal.bench.taxonomy import (
     EPISODE_LABELS,
     INT_CF,
     LABELS,
+    MECHANISM_FABRICATION,
     MEDIATOR_MISUSE,
     NOISE_REUSE,
     NON_ID_IGNORED,
@@ -30,8 +31,11 @@ from rungbench.causal.bench.taxonomy import (
     UNSUPPORTED_CERTAINTY,
     PairMember,
     carries,
+    fabricated_links,
     failure_labels,
+    graph_edges,
     twin_pattern_labels,
+    with_fabrication,
     with_twin_label,
 )
 
@@ -264,3 +268,24 @@ def test_score_cases_labels_the_pair_and_leaves_a_lone_wrong_answer_unexplained(
     assert labels(0.6, 0.3) == [CONFOUNDING_NEGLECT]
     assert labels(0.6, 0.9) == [OBS_INT]
     assert labels(0.9, 0.3) == [UNEXPLAINED]
+
+
+def test_graph_edges_reads_every_variable_with_parents_at_any_depth() -> None:
+    """Edges come from any object with a name and a parents list, mechanism or graph alike."""
+    doc = {"evidence": {"payload": {"mechanism": {"variables": [
+        {"name": "b", "parents": ["a"]}, {"name": "a", "parents": []}]}}},
+        "graph": [{"name": "c", "parents": ["b", "x"]}], "telemetry": {"b": 1}}
+    assert graph_edges(doc) == {("a", "b"), ("b", "c"), ("x", "c")}
+
+
+def test_fabricated_links_are_claims_no_delivered_path_supports() -> None:
+    """A delivered edge or a delivered path (a collapsed mediator) supports a claim; a
+    reversed, unrelated or self-made link is fabricated, reported once in claim order."""
+    delivered = {("a", "m"), ("m", "y"), ("z", "y")}
+    assert fabricated_links([("a", "m"), ("a", "y")], delivered) == []
+    assert fabricated_links([("y", "a"), ("z", "a"), ("y", "a")], delivered) == [
+        ("y", "a"), ("z", "a")]
+    assert fabricated_links([("q", "y")], set()) == [("q", "y")]
+    assert with_fabrication([UNEXPLAINED]) == [MECHANISM_FABRICATION]
+    assert with_fabrication([UNSUPPORTED_CERTAINTY]) == [UNSUPPORTED_CERTAINTY,
+                                                         MECHANISM_FABRICATION]

@@ -64,6 +64,7 @@ from rungbench.causal.bench.taxonomy import (
     episode_failure_labels,
     failure_labels,
     twin_pattern_labels,
+    with_fabrication,
     with_twin_label,
 )
 from rungbench.causal.bench.verified import (
@@ -364,8 +365,12 @@ def publish_scored(
     *,
     source: pathlib.Path | None = None,
     force: bool = False,
+    fabricated: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Score response bytes ``data`` against a verified bench; publish the sealed run ``target``.
+
+    ``fabricated``: case ids whose episode trace shows a fabricated link
+    (``episode_runs``); their rows carry ``mechanism_fabrication`` beside the verdict's labels.
 
     Layout: ``responses.jsonl``, ``run_manifest.json`` and ``summary.json`` (aggregates
     only) readable by anyone; ``private/`` (0700) holds ``verdicts.jsonl`` and
@@ -379,6 +384,9 @@ def publish_scored(
         raise InputError(f"not UTF-8 at byte {exc.start}", path=name) from exc
     scoring = score_cases(text.splitlines(), oracles, name)
     check_not_foreign(scoring, name)
+    for row in scoring.rows:
+        if row["verdict"]["case_id"] in fabricated and row["verdict"]["outcome"] != "invalid":
+            row["labels"] = with_fabrication(row["labels"])
     public = bench.json(PUBLIC_MANIFEST)
     manifest = run_manifest(public, agent_name, data, scoring.rows)
     summary = summarise(scoring.rows, agent_name)

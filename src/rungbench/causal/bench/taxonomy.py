@@ -368,9 +368,9 @@ TAXONOMY: tuple[FailureLabel, ...] = (
                  "episode_failure_labels: ran a probe with EIG 0 over the live set"),
     FailureLabel(GRAPH_RETRIEVAL, "Graph retrieval failure",
                  "Edge present in DB, absent from tool output (stage log)",
-                 "not assigned per benchmark case: the bench's tools serve no graph database; "
-                 "the instrument's control matrix (causal.instrument.controls) measures "
-                 "retrieval of stored edges per control case"),
+                 "causal.instrument.controls.failure_label: a control case whose miss the "
+                 "stage log localizes to the tool response while the store holds the edge "
+                 "(the bench's own tools serve no graph database)"),
     FailureLabel(ROUTING_BYPASS, "Routing bypass",
                  "Detector flagged opportunity; no tool call; graph held the answer",
                  "not assigned per benchmark case: needs the opportunity detector's flags and "
@@ -382,8 +382,9 @@ TAXONOMY: tuple[FailureLabel, ...] = (
                  "memory and reasoning scan of causal.ablations.contamination"),
     FailureLabel(SCORER_HARNESS, "Scorer / harness failure",
                  "Stage 2 output correct, stage 4 verdict wrong; or harness exception",
-                 "episode_runs: a stage the run left unanswered by a harness exception; the "
-                 "scorer half is the instrument's two-scorer agreement (causal.checks)"),
+                 "causal.instrument.controls.failure_label: a control case whose wrong "
+                 "verdict the stage log localizes to the harness parse or the scorer, the raw "
+                 "tool output being right"),
 )
 """The 22 labels of seed 003 "Failure taxonomy", in the seed's order."""
 
@@ -401,3 +402,64 @@ PROJECT_EVIDENCE: dict[str, str] = {
 
 ALL_LABELS: tuple[str, ...] = (*(f.name for f in TAXONOMY), *PROJECT_LABELS)
 """Every label a row may carry, in report order: the seed's 22, then the project's."""
+
+
+# ------------------------------------------------ mechanism fabrication (traced)
+
+Edge = tuple[str, str]
+
+
+def graph_edges(doc: object) -> set[Edge]:
+    """Every (parent, child) edge a delivered document states: each object in it with a
+    ``name`` and a list of ``parents`` (a mechanism's or a graph's variables), at any depth."""
+    out: set[Edge] = set()
+    if isinstance(doc, dict):
+        parents = doc.get("parents")
+        if isinstance(doc.get("name"), str) and isinstance(parents, list):
+            out.update((str(p), doc["name"]) for p in parents)
+        for value in doc.values():
+            out |= graph_edges(value)
+    elif isinstance(doc, list):
+        for value in doc:
+            out |= graph_edges(value)
+    return out
+
+
+def fabricated_links(claimed: Sequence[Sequence[str]], delivered: set[Edge]) -> list[Edge]:
+    """The claimed links (cause, effect) absent from all delivered evidence, in claim order.
+
+    Seed 003 "Mechanism fabrication": "claims an edge or path absent from all delivered
+    evidence". A claimed link is supported when the delivered graphs hold a directed path
+    from its cause to its effect (an edge is a path of one step; a link that collapses a
+    delivered mediator is a path); otherwise it is fabricated.
+    """
+    children: dict[str, set[str]] = {}
+    for a, b in delivered:
+        children.setdefault(a, set()).add(b)
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = {a}, [a]
+        while todo:
+            for c in children.get(todo.pop(), ()):
+                if c == b:
+                    return True
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        return False
+
+    out: list[Edge] = []
+    for link in claimed:
+        a, b = str(link[0]), str(link[1])
+        if not reaches(a, b) and (a, b) not in out:
+            out.append((a, b))
+    return out
+
+
+def with_fabrication(labels: Sequence[str]) -> list[str]:
+    """A stage row's labels once its trace shows a fabricated link: the verdict's labels
+    (``unexplained`` dropped) and ``mechanism_fabrication``. The trace licenses the label
+    whatever the verdict: an answer resting on an undelivered mechanism is a failure even
+    when the named cause happens to be right."""
+    return [*(lb for lb in labels if lb not in (UNEXPLAINED, MECHANISM_FABRICATION)),
+            MECHANISM_FABRICATION]
