@@ -37,7 +37,7 @@ def _bench(bench: Path) -> tuple[dict[str, Any], bool]:
         manifest = verified.json(PUBLIC_MANIFEST)
         return {"n_worlds": int(manifest["n_worlds"]), "n_cases": len(bench_cases(verified)),
                 "leak_scan_ok": scan_bench(bench).ok}, True
-    built = build_split("dev", WORLDS, SEED, bench)
+    built = build_split("dev", WORLDS, SEED, bench, twins=True)
     return {"n_worlds": built["n_worlds"], "n_cases": built["n_cases"],
             "leak_scan_ok": built["leak_scan"]["ok"]}, False
 

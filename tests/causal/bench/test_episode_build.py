@@ -21,15 +21,14 @@ from rungbench.evidence.canonical import file_digest
 
 ALL = ",".join(FAMILY_NAMES)
 
-DEFAULT_SEAL = "sha256:9e1abf026fb0ef5528a3b05fa5aea0a998bb00cb440dc8731e753e45884b0c81"
+DEFAULT_SEAL = "sha256:4f10c23475ff18ee067a8764f5e3e49440448453319290a3ba8795763584ab57"
 """SEAL.json digest of ``build_split("dev", 3, 11, …)`` without episode families. First
 pinned before ``episode_build`` existed; pinned again when the oracle's
 sums stopped going through BLAS (whose kernel, and so the last bit of a value, depended on
-the CPU: the old pin held only on AVX-512 hosts); pinned again when the build began to
-emit matched diagnostic twins (``variants``): the three worlds gained 12 twin cases in 6
-twin worlds, 8 items a private ``variant`` record, the private_oracle schema its optional
-``variant`` field, and cases.jsonl is ordered by case id with ``world_ids`` sorted (so a
-twin does not sit beside its parent). The families left it unchanged every time."""
+the CPU: the old pin held only on AVX-512 hosts); pinned again when the private_oracle
+record gained its optional ``variant`` field for the diagnostic twins (``--twins``): built
+without twins, only public/schemas/private_oracle.schema.json and the manifest line giving
+its digest changed. The families left it unchanged every time."""
 
 SEAL_SCRIPT = """
 import pathlib, shutil, sys

@@ -12,7 +12,7 @@ from rungbench.causal.bench.evaluate import evaluate, score_responses
 from rungbench.causal.bench.records import EPISODE_FAMILIES, EPISODE_OUTCOMES, OUTCOMES
 from rungbench.causal.bench.reference_agents import EPISODE_SIGNATURES, SIGNATURES, reference_agent
 from rungbench.causal.bench.report import build_report, to_markdown
-from rungbench.causal.bench.taxonomy import TWIN_LABELS
+from rungbench.causal.bench.taxonomy import TAXONOMY, TWIN_LABELS
 from rungbench.causal.bench.verified import (
     bench_cases,
     bench_episodes,
@@ -30,7 +30,7 @@ def benches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]
     out = {}
     for split in ("dev", "validation", "test"):
         out[split] = root / split
-        build_split(split, 18, 77, out[split])
+        build_split(split, 18, 77, out[split], twins=True)
     return out
 
 
@@ -286,3 +286,37 @@ def test_twins_share_their_parent_worlds_cluster(
     assert report["overall"]["n_worlds"] == 18 < len(public_worlds)
     assert {r["world_id"] for r in run_verdicts(open_run(run))} == \
         {o.world_id for o in oracles.values()}
+
+
+def test_overconfident_agent_gets_exactly_unsupported_certainty(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A wrong value that is no confused reading, stated at 0.95: unsupported certainty alone
+    on every failure (never unexplained, never a rung or twin label)."""
+    run = tmp_path / "run"
+    s = evaluate(benches["dev"], "reference:overconfident", run)
+    failed = [r for r in run_verdicts(open_run(run)) if r["labels"]]
+    assert failed and len(failed) == s["outcomes"]["wrong"]
+    assert all(r["labels"] == ["unsupported_certainty"] for r in failed)
+
+
+PLANTED_ELSEWHERE = {
+    "mechanism_fabrication": "episode policy 'fabricating' (test_episode_runs)",
+    "graph_retrieval_failure": "instrument query 'naive' (tests/causal/instrument/test_controls)",
+    "scorer_harness_failure": "instrument scorer 'lenient' (tests/causal/instrument/"
+                              "test_controls)",
+}
+"""Labels whose planted instrument is not a reference agent of the bench, and where it is."""
+
+NOT_PRODUCED = {"routing_bypass", "oracle_leakage"}
+"""Labels no per-case mechanism of the project produces (taxonomy.TAXONOMY says why)."""
+
+
+def test_every_seed_label_has_a_planted_instrument_or_says_why_not() -> None:
+    """Each of the 22 labels is some planted agent's signature, is planted in another
+    module's tests, or is one the project cannot produce per case (its registry entry says
+    'not assigned')."""
+    planted = set(SIGNATURES.values()) | set(EPISODE_SIGNATURES.values()) | set(PLANTED_ELSEWHERE)
+    for f in TAXONOMY:
+        assert (f.name in planted) != (f.name in NOT_PRODUCED), f.name
+        assert (f.name in NOT_PRODUCED) == f.assigned_by.startswith("not assigned"), f.name

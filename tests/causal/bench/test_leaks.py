@@ -105,7 +105,7 @@ def test_built_bench_public_side_says_nothing_about_twins(tmp_path: pathlib.Path
     from rungbench.causal.bench.variants import TWIN_KINDS
 
     bench = tmp_path / "built"
-    build_split("dev", 14, 5, bench)
+    build_split("dev", 14, 5, bench, twins=True)
     oracles = [json.loads(x) for x in (bench / "private" / "oracle.jsonl").read_text().splitlines()]
     twins = [o for o in oracles if o.get("variant", {}).get("kind", "item") != "item"]
     assert twins

@@ -358,12 +358,13 @@ def _derived(world_seed: int, purpose: str) -> int:
 
 
 def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
-                excess: int = 0) -> BuiltWorld:
+                excess: int = 0, twins: bool = False) -> BuiltWorld:
     """Draw one world and render all its items under a domain skin and the nonsense skin.
 
-    The matched diagnostic variants of its items (:func:`variants.diagnostic_pairs`) are
-    rendered too, each as its own public world (:func:`build_twin`); ``excess`` is the
-    running forward-listing excess before this world, which their listings lean against.
+    With ``twins``, the matched diagnostic variants of its items
+    (:func:`variants.diagnostic_pairs`) are rendered too, each as its own public world
+    (:func:`build_twin`); ``excess`` is the running forward-listing excess before this world,
+    which their listings lean against. Without, the world is what it always was.
     """
     world_id = world_id_of(split, world_seed)
     rng = np.random.default_rng(world_seed)
@@ -373,7 +374,7 @@ def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
     domain = DOMAIN_SKINS[int(rng.integers(len(DOMAIN_SKINS)))]
     names = list(d.world.names)
     skins = (draw_skin(domain, names, rng), draw_skin("nonsense", names, rng))
-    pairs = {p.item_key: p for p in diagnostic_pairs(d, raws)}
+    pairs = {p.item_key: p for p in diagnostic_pairs(d, raws)} if twins else {}
     agrees = forward_excess(d.world, shuffle) == len(d.world.edges())
     cases, oracles, witnesses = [], [], []
     for slot, raw in enumerate(raws):
@@ -390,18 +391,18 @@ def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
             oracles.append(orc)
         if raw.witness is not None:
             witnesses.append((raw.key, raw.witness))
-    twins: list[BuiltTwin] = []
+    built_twins: list[BuiltTwin] = []
     running = excess + forward_excess(d.world, shuffle)
     slots = {raw.key: slot for slot, raw in enumerate(raws)}
     for pair in pairs.values():
         slot = slots[pair.item_key]
         parents = (f"{world_id}-q{slot:02d}d", f"{world_id}-q{slot:02d}n")
         for t in pair.twins:
-            twins.append(build_twin(split, world_seed, pair, t, parents,
-                                    lean=-1 if running > 0 else 1))
-            running += twins[-1].forward_excess
+            built_twins.append(build_twin(split, world_seed, pair, t, parents,
+                                          lean=-1 if running > 0 else 1))
+            running += built_twins[-1].forward_excess
     return BuiltWorld(world_id, world_seed, d, tuple(cases), tuple(oracles), tuple(witnesses),
-                      running - excess, tuple(twins))
+                      running - excess, tuple(built_twins))
 
 
 TWIN_LISTINGS = 4096
@@ -501,12 +502,16 @@ def build_split(
     *,
     force: bool = False,
     families: str | None = None,
+    twins: bool = False,
 ) -> dict[str, Any]:
     """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary.
 
     ``families`` (comma-separated ``incident,active,revision,provenance,negative``) adds
     those episode families as records/2 files (:mod:`episode_build`), ``n_worlds`` worlds
-    of them drawn from the split's own seed stream.
+    of them drawn from the split's own seed stream. ``twins`` (``--twins``) adds the
+    matched diagnostic variants the twin-licensed failure labels need (:mod:`variants`):
+    then cases are ordered by case id and ``world_ids`` sorted, so nothing public says
+    which case is a twin of which.
 
     The bench is written into a hidden temporary sibling, leak-scanned, sealed and
     renamed into place in one step (:func:`rungbench.evidence.sealed.publish_dir`):
@@ -526,7 +531,7 @@ def build_split(
 
         chosen = parse_families(families)
     ensure_absent(out, force=force, what="causal bench")
-    built = build_worlds(split, n_worlds, seed, progress)
+    built = build_worlds(split, n_worlds, seed, progress, twins=twins)
     if families is not None:
         episodes = build_episodes(split, n_worlds, seed, chosen)
     with publish_dir(out, kind=BENCH_KIND, force=force) as temp:
@@ -552,13 +557,15 @@ def _relocated(doc: dict[str, Any], temp: pathlib.Path, out: pathlib.Path) -> di
 
 
 def build_worlds(split: str, n_worlds: int, seed: int,
-                 progress: Callable[[int], None] | None = None) -> list[BuiltWorld]:
-    """Draw and render every world of the split's plan, balancing the listing lean."""
+                 progress: Callable[[int], None] | None = None, *,
+                 twins: bool = False) -> list[BuiltWorld]:
+    """Draw and render every world of the split's plan (with their diagnostic twins when
+    ``twins``), balancing the listing lean."""
     built: list[BuiltWorld] = []
     excess = 0
     for i, (structure, wseed) in enumerate(world_plan(split, n_worlds, seed)):
         built.append(build_world(split, structure, wseed, lean=-1 if excess > 0 else 1,
-                                 excess=excess))
+                                 excess=excess, twins=twins))
         excess += built[-1].forward_excess
         if progress is not None:
             progress(i + 1)
@@ -572,7 +579,8 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
     public.mkdir(parents=True, exist_ok=True)
     private.mkdir(parents=True, exist_ok=True)
     os.chmod(private, 0o700)
-    cases = [c.model_dump(mode="json") for c in public_order(built)]
+    with_twins = any(b.twins for b in built)
+    cases = [c.model_dump(mode="json") for c in public_order(built, shuffled=with_twins)]
     by_id = {o.case_id: o for b in built for o in (*b.oracles, *_twin_oracles(b))}
     oracles = [by_id[c["case_id"]].model_dump(mode="json") for c in cases]
     files = {"cases.jsonl": _write(public / "cases.jsonl", _jsonl(cases))}
@@ -584,7 +592,8 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
         "schema": BENCH_SCHEMA, "split": split, "bench_version": BENCH_VERSION,
         "n_worlds": len(built), "n_cases": len(cases), "files": files,
         "digest": files["cases.jsonl"],
-        "world_ids": sorted({c["world_id"] for c in cases}),
+        "world_ids": sorted({c["world_id"] for c in cases}) if with_twins
+        else [b.world_id for b in built],
         "counts": {f"{f}/{t}": n for (f, t), n in sorted(counts.items())},
     }
     _write(public / "manifest.json", _pretty(manifest))
@@ -605,14 +614,15 @@ def _twin_oracles(b: BuiltWorld) -> list[PrivateOracle]:
     return [o for t in b.twins for o in t.oracles]
 
 
-def public_order(built: Sequence[BuiltWorld]) -> list[PublicCase]:
-    """Every public case, twins included, ordered by case id.
+def public_order(built: Sequence[BuiltWorld], *, shuffled: bool) -> list[PublicCase]:
+    """Every public case, twins included: in build order, or (``shuffled``, a bench with
+    twins) ordered by case id.
 
-    Case ids begin with opaque world ids, so the order interleaves the worlds at random
+    Case ids begin with opaque world ids, so that order interleaves the worlds at random
     and a twin does not sit beside its parent; within a world, slot then skin.
     """
     cases = [c for b in built for c in (*b.cases, *(c for t in b.twins for c in t.cases))]
-    return sorted(cases, key=lambda c: c.case_id)
+    return sorted(cases, key=lambda c: c.case_id) if shuffled else cases
 
 
 def witness_gap_summary(oracles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

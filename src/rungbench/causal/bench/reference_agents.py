@@ -21,13 +21,15 @@ taxonomy": each confused agent must show its own label on its failures,
 ``collider_bias``         on collider pairs, answers P(y | x, C = c)
 ``mediator_misuse``       on mediation pairs, answers Σ_m P(y | x, m) P(m)
 ``temporal_order``        on listing-order pairs, orients edges by listing position
+``overconfident``         a wrong value, no confused reading, at confidence 0.95
 ========================  ==================================================
 
 Episode families (records/2, :data:`EPISODE_POLICIES`): ``oracle``,
 ``premature_commitment``, ``experiment_avoidance``, ``costly_irrelevant``,
-``double_count``, ``negative_misread``, ``stale_mechanism`` and
-``omitted_joint_cause``. On a bench holding both record versions, an agent answers
-the records of the other version as the oracle does, so its failures are its own.
+``double_count``, ``negative_misread``, ``stale_mechanism``,
+``omitted_joint_cause`` and ``names_symptom``. On a bench holding both record versions, an
+agent answers the records of the other version as the oracle does, so its failures are its
+own.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from rungbench.causal.bench.taxonomy import (
     MEDIATOR_MISUSE,
     REVERSE_CAUSATION,
     TEMPORAL_ORDER,
+    UNSUPPORTED_CERTAINTY,
 )
 from rungbench.errors import InputError
 
@@ -166,6 +169,22 @@ def _temporal_order(o: PrivateOracle, case: PublicCase) -> dict[str, Any]:
     return {"status": "answer", "edges": listing_edges(case, o.true_edges or [])}
 
 
+def away_from(avoid: Sequence[float], tol: float) -> float:
+    """The first of 0, 1, 0.5, 0.25, 0.75 farther than 2·tol from every value in ``avoid``."""
+    return next(x for x in (0.0, 1.0, 0.5, 0.25, 0.75)
+                if all(abs(x - a) > 2 * tol for a in avoid))
+
+
+def _overconfident(o: PrivateOracle) -> dict[str, Any]:
+    """On exact rung-2 items outside any diagnostic pair, a wrong value that is no confused
+    reading (stated, like every answer of this agent, with confidence 0.95)."""
+    if o.item_type != "exact" or o.rung != 2 or o.value is None or o.variant is not None:
+        return _oracle_fields(o)
+    c = o.confusions
+    avoid = [v for v in (o.value, c.rung1, c.rung2_population, c.resampled) if v is not None]
+    return {"status": "answer", "value": away_from(avoid, o.tol)}
+
+
 POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
     "oracle": (_oracle_fields, 1.0),
     "rung1": (_rung1, 0.95),
@@ -178,6 +197,7 @@ POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
     "reverse_causation": (_reads_association(REVERSE_CAUSATION), 0.8),
     "collider_bias": (_adjusts(COLLIDER_SELECTION), 0.8),
     "mediator_misuse": (_adjusts(MEDIATOR_MISUSE), 0.8),
+    "overconfident": (_overconfident, 0.95),
 }
 """Reference agent name -> (answer policy, stated confidence).
 
@@ -202,6 +222,7 @@ SIGNATURES: dict[str, str] = {
     "collider_bias": COLLIDER_SELECTION,
     "mediator_misuse": MEDIATOR_MISUSE,
     "temporal_order": TEMPORAL_ORDER,
+    "overconfident": UNSUPPORTED_CERTAINTY,
 }
 """The failure label each confused reference agent must receive on its wrong items."""
 
@@ -357,6 +378,15 @@ def _stale(o: EpisodeOracle) -> dict[str, Any]:
     return episode_oracle_fields(o)
 
 
+def _names_symptom(o: EpisodeOracle) -> dict[str, Any]:
+    """Where the evidence identifies the cause, names a telemetry node downstream of it
+    instead (and still repairs the identified cause): symptom / root-cause confusion."""
+    live, below = o.identified_set or [], o.descendants or []
+    if o.item_type != "diagnosis" or len(live) != 1 or not below:
+        return episode_oracle_fields(o)
+    return {"status": "answer", "label": below[0], "action": _argmin(o.expected_loss or {})}
+
+
 EPISODE_POLICIES: dict[str, tuple[Callable[[EpisodeOracle], dict[str, Any]], float]] = {
     "oracle": (episode_oracle_fields, 1.0),
     "premature_commitment": (_premature, 0.8),
@@ -366,6 +396,7 @@ EPISODE_POLICIES: dict[str, tuple[Callable[[EpisodeOracle], dict[str, Any]], flo
     "stale_mechanism": (_stale, 0.8),
     "experiment_avoidance": (_avoids_experiments, 0.8),
     "omitted_joint_cause": (_omits_joint, 0.8),
+    "names_symptom": (_names_symptom, 0.8),
 }
 """Records/2 reference agent name -> (policy, stated confidence below the certainty bar)."""
 
@@ -377,6 +408,7 @@ EPISODE_SIGNATURES: dict[str, str] = {
     "stale_mechanism": "stale_mechanism",
     "experiment_avoidance": "experiment_avoidance",
     "omitted_joint_cause": "omitted_joint_cause",
+    "names_symptom": "symptom_root_cause_confusion",
 }
 """The label each confused records/2 reference agent must carry on its failures."""
 
