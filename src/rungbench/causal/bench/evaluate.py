@@ -275,7 +275,9 @@ def summarise(rows: list[dict[str, Any]], agent: str) -> dict[str, Any]:
     """Outcome counts over the answered cases, missing cases, label counts, signature rate.
 
     ``n`` is every bench case (the accuracy denominator); ``outcomes`` count the cases a
-    response line names, ``missing`` the rest.
+    response line names, ``missing`` the rest. A failure hits a reference agent's signature
+    when it carries the signature or a twin label refining it (``taxonomy.carries``: the
+    rung-1 agent's answer on a fork pair is correlation-as-causation).
     """
     given = [r for r in rows if not r.get("missing")]
     outcomes = Counter(r["verdict"]["outcome"] for r in given)
