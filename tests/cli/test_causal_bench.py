@@ -192,3 +192,21 @@ def test_scorer_agreement_passes_and_prints_disagreements(
     assert "agreement FAIL" in human.stdout
     assert "'outcome': 'abstain'" in human.stdout and "'outcome': 'wrong'" in human.stdout
     assert "first=" in human.stdout and "second=" in human.stdout
+
+
+def test_build_with_twins_adds_twin_worlds_and_the_report_counts_clusters(
+        tmp_path: Path) -> None:
+    """--twins adds twin cases (more public worlds than generated ones); the oracle's report
+    counts only the generated worlds (twins share their parent's cluster) and lists the twin
+    labels, at zero."""
+    bench, run = tmp_path / "bench", tmp_path / "run"
+    plain = _json(["build", "--split", "dev", "--worlds", "8", "--seed", "3",
+                   "--out", str(tmp_path / "plain")])
+    built = _json(["build", "--split", "dev", "--worlds", "8", "--seed", "3", "--twins",
+                   "--out", str(bench)])
+    assert built["leak_scan"]["ok"] and built["n_worlds"] == 8
+    assert built["n_cases"] > plain["n_cases"] and len(built["world_ids"]) > 8
+    _json(["eval", "--bench", str(bench), "--agent", "reference:oracle", "--out", str(run)])
+    rep = _json(["report", "--run", str(run)])
+    assert rep["overall"]["n_worlds"] == 8 and rep["overall"]["accuracy"] == 1.0
+    assert rep["failure_labels"]["correlation_as_causation"] == 0

@@ -122,6 +122,11 @@ def test_a_sealed_run_gets_its_report_beside_it(tmp_path: Path) -> None:
     summary = render_report(tmp_path / "run")
     assert summary["report"] == str(tmp_path / "run.report" / "index.html")
     assert summary["sections"]["rungs"] == summary["sections"]["identification"] == "present"
+    assert summary["sections"]["failure_labels"] == "present"
+    page = (tmp_path / "run.report" / "index.html").read_text()
+    table = page.split('id="failure-labels"')[1].split("</table>")[0]
+    assert table.count("<tr>") == 1 + 22 + 2  # header, the seed's 22, the project's two
+    assert "confounding_neglect" in table and "mechanism_fabrication" in table
     open_run(tmp_path / "run")
 
 

@@ -71,7 +71,7 @@ def ablation_agent(spec: AgentSpec, source: Path | None) -> Agent:
 
 
 def episode_agent(spec: AgentSpec, source: Path | None) -> Agent:
-    """An episode policy (``p2_protocol``, ``premature_commitment``)."""
+    """An episode policy (``p2_protocol``, ``premature_commitment``, ``fabricating``)."""
     _no_planted(spec, "the episode families")
     return EpisodePolicyAgent(spec.model)
 

@@ -48,6 +48,9 @@ def build_command(
     families: Annotated[str | None, typer.Option(
         "--families", help="Also build next-stage families as records/2 files: any of "
         "incident,active,revision,provenance,negative (comma-separated).")] = None,
+    twins: Annotated[bool, typer.Option(
+        "--twins", help="Also build the matched diagnostic twins the twin-licensed failure "
+        "labels need (correlation-as-causation, confounding neglect, ...).")] = False,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -55,7 +58,8 @@ def build_command(
 
     The bench appears at DIR only complete and sealed; an existing DIR is refused
     (exit 3, ``exists``) unless --force. Without --families the bench is what it always
-    was; with it, the next-stage families are added as cases.v2/oracle.v2 files.
+    was; with it, the next-stage families are added as cases.v2/oracle.v2 files. With
+    --twins, each item that has a matched diagnostic variant gets it as a case of its own.
     """
     from rungbench.causal.bench.build import build_split
 
@@ -63,7 +67,7 @@ def build_command(
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
         summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force,
-                                          families=families), as_json=as_json)
+                                          families=families, twins=twins), as_json=as_json)
     if as_json:
         emit_json(summary)
         return

@@ -18,7 +18,7 @@ from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import evaluate
 from rungbench.causal.bench.leaks import scan_bench
 from rungbench.causal.bench.report import build_report
-from rungbench.causal.bench.verified import bench_cases, open_bench, open_run
+from rungbench.causal.bench.verified import PUBLIC_MANIFEST, bench_cases, open_bench, open_run
 from rungbench.demo import StageResult
 
 WORLDS = 26
@@ -31,10 +31,13 @@ AGENTS = {"reference:oracle": "run_oracle", "reference:rung1": "run_rung1"}
 
 def _bench(bench: Path) -> tuple[dict[str, Any], bool]:
     if bench.exists():
-        cases = bench_cases(open_bench(bench))
-        return {"n_worlds": len({c.world_id for c in cases}), "n_cases": len(cases),
+        # Generated worlds, as the build counted them: a twin is a public world of its own
+        # but belongs to its parent's (causal.bench.variants).
+        verified = open_bench(bench)
+        manifest = verified.json(PUBLIC_MANIFEST)
+        return {"n_worlds": int(manifest["n_worlds"]), "n_cases": len(bench_cases(verified)),
                 "leak_scan_ok": scan_bench(bench).ok}, True
-    built = build_split("dev", WORLDS, SEED, bench)
+    built = build_split("dev", WORLDS, SEED, bench, twins=True)
     return {"n_worlds": built["n_worlds"], "n_cases": built["n_cases"],
             "leak_scan_ok": built["leak_scan"]["ok"]}, False
 

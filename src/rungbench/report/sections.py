@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from rungbench.causal.bench.report import label_rows
 from rungbench.chess.studies.falsifiers import DESIGN_FALSIFIERS, FALSIFIERS
 from rungbench.chess.studies.wording import DOES_NOT_PROVE
 from rungbench.report import provenance
@@ -451,6 +452,31 @@ def identification(inputs: Inputs) -> str:
     return "\n".join(parts)
 
 
+def failure_labels(inputs: Inputs) -> str:
+    """Every failure label of seed 003's taxonomy with its evidence rule, counted per agent."""
+    if not inputs.causal:
+        return absent("no causal benchmark run report")
+    parts = [paragraph(
+        "A label is given only when a matched diagnostic variant, a mechanical match to a "
+        "confused value, or a traced operation shows the mechanism; any other failure is "
+        "'unexplained'. Every label is listed: a zero is a result.")]
+    agents = [s.key.removeprefix("causal:") for s in inputs.causal]
+    counts = [s.document.get("failure_labels", {}) for s in inputs.causal]
+    rows = [[esc(name), esc(evidence), *[num(c.get(name, 0)) for c in counts]]
+            for name, evidence, _ in label_rows(_union(counts))]
+    parts.append(table(["label", "evidence that licenses it", *map(esc, agents)], rows,
+                       numeric=tuple(range(2, 2 + len(agents))), table_id="failure-labels"))
+    return "\n".join(parts)
+
+
+def _union(counts: list[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in counts:
+        for k, n in c.items():
+            out[k] = out.get(k, 0) + int(n)
+    return out
+
+
 def controls(inputs: Inputs) -> str:
     """The C0–C5 control matrix per case tag, for each query × scorer."""
     s = inputs.instrument
@@ -563,6 +589,7 @@ SECTIONS: tuple[Section, ...] = (
     ("labels", "Label flow and exclusion reasons", label_flow),
     ("rungs", "Rung accuracy with cluster intervals", rungs),
     ("identification", "Identification table", identification),
+    ("failure_labels", "Failure labels (seed 003's 22 and the project's)", failure_labels),
     ("controls", "C0–C5 control matrix per tag", controls),
     ("ablations", "Causal ablations: what each comparison isolates", ablations),
     ("hazards", "Reliability hazards", hazards),

@@ -21,11 +21,14 @@ from rungbench.evidence.canonical import file_digest
 
 ALL = ",".join(FAMILY_NAMES)
 
-DEFAULT_SEAL = "sha256:0c928743aede39b0a26c797719949cf5ed08ddec1bd48e326834625e3f5c990f"
+DEFAULT_SEAL = "sha256:4f10c23475ff18ee067a8764f5e3e49440448453319290a3ba8795763584ab57"
 """SEAL.json digest of ``build_split("dev", 3, 11, …)`` without episode families. First
 pinned before ``episode_build`` existed; pinned again when the oracle's
 sums stopped going through BLAS (whose kernel, and so the last bit of a value, depended on
-the CPU: the old pin held only on AVX-512 hosts). The families left it unchanged both times."""
+the CPU: the old pin held only on AVX-512 hosts); pinned again when the private_oracle
+record gained its optional ``variant`` field for the diagnostic twins (``--twins``): built
+without twins, only public/schemas/private_oracle.schema.json and the manifest line giving
+its digest changed. The families left it unchanged every time."""
 
 SEAL_SCRIPT = """
 import pathlib, shutil, sys

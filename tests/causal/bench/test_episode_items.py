@@ -86,3 +86,18 @@ def test_stale_agent_revision_metrics(oracles: list[EpisodeOracle]) -> None:
 def test_all_policies_known() -> None:
     """Every signature belongs to a policy."""
     assert set(EPISODE_SIGNATURES) <= set(EPISODE_POLICIES)
+
+
+def test_names_symptom_agent_gets_exactly_symptom_root_cause_confusion(
+        oracles: list[EpisodeOracle]) -> None:
+    """Naming a node downstream of an identified cause is wrong and carries the symptom /
+    root-cause label alone (the agent commits only where one cause is live)."""
+    failed = []
+    for o in oracles:
+        r = episode_answer("names_symptom", o)
+        labels = episode_failure_labels(o, r, score_episode_case(o, r))
+        if labels:
+            failed.append(labels)
+            assert r.label in (o.descendants or [])
+    assert len(failed) >= 5
+    assert all(labels == ["symptom_root_cause_confusion"] for labels in failed)

@@ -258,3 +258,28 @@ def test_a_zero_experiment_budget_refuses_every_probe(bench: Path, tmp_path: Pat
     assert all(episode_cases(c.request)[1] == 0.0 for c in schedule)
     assert rows and all(r["evidence"]["spent"] == 0 and not r["evidence"]["experiments"]
                         for r in rows)
+
+
+def test_fabricating_agent_gets_mechanism_fabrication_and_nothing_else_new(
+        bench: Path, runs: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """The fabricating policy is p2_protocol plus a claimed link between two candidate faults
+    (roots: no delivered path joins them). Every answer claiming it carries
+    mechanism_fabrication, traced against the edges the episode delivered; its verdicts and
+    its other labels are p2's, case for case; p2 itself never carries the label; and the
+    published scored run keeps the label."""
+    fab = run_policy(bench, tmp_path, "fabricating",
+                     families=frozenset({"root_cause_debugging"}))
+    p2 = {r["case_id"]: r for r in runs["p2_protocol"]["rows"]}
+    claimed = [r for r in fab["rows"] if r.get("fabricated")]
+    assert claimed
+    for r in fab["rows"]:
+        mine, theirs = r["labels"], p2[r["case_id"]]["labels"]
+        assert r["verdict"]["outcome"] == p2[r["case_id"]]["verdict"]["outcome"]
+        if r.get("fabricated"):
+            assert mine[-1] == "mechanism_fabrication"
+            assert mine[:-1] == [lb for lb in theirs if lb != "unexplained"]
+        else:
+            assert mine == theirs
+    assert all("mechanism_fabrication" not in r["labels"] for r in p2.values())
+    summary = json.loads((Path(fab["published"]) / "summary.json").read_text())
+    assert summary["labels"]["mechanism_fabrication"] == len(claimed)

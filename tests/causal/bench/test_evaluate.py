@@ -12,7 +12,9 @@ from rungbench.causal.bench.evaluate import evaluate, score_responses
 from rungbench.causal.bench.records import EPISODE_FAMILIES, EPISODE_OUTCOMES, OUTCOMES
 from rungbench.causal.bench.reference_agents import EPISODE_SIGNATURES, SIGNATURES, reference_agent
 from rungbench.causal.bench.report import build_report, to_markdown
+from rungbench.causal.bench.taxonomy import TAXONOMY, TWIN_LABELS
 from rungbench.causal.bench.verified import (
+    bench_cases,
     bench_episodes,
     bench_oracles,
     open_bench,
@@ -28,7 +30,7 @@ def benches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]
     out = {}
     for split in ("dev", "validation", "test"):
         out[split] = root / split
-        build_split(split, 18, 77, out[split])
+        build_split(split, 18, 77, out[split], twins=True)
     return out
 
 
@@ -244,3 +246,77 @@ def test_episode_only_agent_on_a_plain_bench_is_refused(benches: dict[str, pathl
     """A records/2 agent on a bench without episode families is an InputError saying so."""
     with pytest.raises(InputError, match="--families"):
         evaluate(benches["dev"], "reference:omitted_joint_cause", tmp_path / "run")
+
+
+TWIN_AGENTS = {name: label for name, label in SIGNATURES.items() if label in TWIN_LABELS}
+"""The planted agents of the six twin-licensed labels."""
+
+
+@pytest.mark.parametrize("agent", sorted(TWIN_AGENTS))
+def test_planted_twin_agents_get_exactly_their_label(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path, agent: str
+) -> None:
+    """Each planted twin agent fails somewhere, and every failure carries its label alone,
+    on a case of its own diagnostic pairs."""
+    run = tmp_path / "run"
+    s = evaluate(benches["test"], f"reference:{agent}", run)
+    oracles = bench_oracles(open_bench(benches["test"]))
+    failed = [r for r in run_verdicts(open_run(run)) if r["labels"]]
+    assert failed and s["outcomes"]["wrong"] == len(failed) == s["failed"]
+    assert all(r["labels"] == [TWIN_AGENTS[agent]] for r in failed)
+    for r in failed:
+        variant = oracles[r["verdict"]["case_id"]].variant
+        assert variant is not None and variant.label == TWIN_AGENTS[agent]
+
+
+def test_twins_share_their_parent_worlds_cluster(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """Twin cases are public worlds of their own, but their rows carry the parent's world, so
+    every clustered interval counts the generated worlds only."""
+    bench = open_bench(benches["dev"])
+    oracles = bench_oracles(bench)
+    public_worlds = {c.world_id for c in bench_cases(bench)}
+    twins = [o for o in oracles.values() if o.variant is not None and o.variant.kind != "item"]
+    assert twins and all(o.world_id == oracles[o.variant.parent].world_id for o in twins
+                         if o.variant is not None)
+    run = tmp_path / "run"
+    evaluate(benches["dev"], "reference:rung1", run)
+    report = build_report(run)
+    assert report["overall"]["n_worlds"] == 18 < len(public_worlds)
+    assert {r["world_id"] for r in run_verdicts(open_run(run))} == \
+        {o.world_id for o in oracles.values()}
+
+
+def test_overconfident_agent_gets_exactly_unsupported_certainty(
+    benches: dict[str, pathlib.Path], tmp_path: pathlib.Path
+) -> None:
+    """A wrong value that is no confused reading, stated at 0.95: unsupported certainty alone
+    on every failure (never unexplained, never a rung or twin label)."""
+    run = tmp_path / "run"
+    s = evaluate(benches["dev"], "reference:overconfident", run)
+    failed = [r for r in run_verdicts(open_run(run)) if r["labels"]]
+    assert failed and len(failed) == s["outcomes"]["wrong"]
+    assert all(r["labels"] == ["unsupported_certainty"] for r in failed)
+
+
+PLANTED_ELSEWHERE = {
+    "mechanism_fabrication": "episode policy 'fabricating' (test_episode_runs)",
+    "graph_retrieval_failure": "instrument query 'naive' (tests/causal/instrument/test_controls)",
+    "scorer_harness_failure": "instrument scorer 'lenient' (tests/causal/instrument/"
+                              "test_controls)",
+}
+"""Labels whose planted instrument is not a reference agent of the bench, and where it is."""
+
+NOT_PRODUCED = {"routing_bypass", "oracle_leakage"}
+"""Labels no per-case mechanism of the project produces (taxonomy.TAXONOMY says why)."""
+
+
+def test_every_seed_label_has_a_planted_instrument_or_says_why_not() -> None:
+    """Each of the 22 labels is some planted agent's signature, is planted in another
+    module's tests, or is one the project cannot produce per case (its registry entry says
+    'not assigned')."""
+    planted = set(SIGNATURES.values()) | set(EPISODE_SIGNATURES.values()) | set(PLANTED_ELSEWHERE)
+    for f in TAXONOMY:
+        assert (f.name in planted) != (f.name in NOT_PRODUCED), f.name
+        assert (f.name in NOT_PRODUCED) == f.assigned_by.startswith("not assigned"), f.name

@@ -56,3 +56,69 @@ def test_private_key_nested_in_a_list_is_an_oracle_field_leak(tmp_path: pathlib.
     report = scan_bench(_bench(tmp_path, case))
     assert [(f.kind, f.detail) for f in report.findings] == [
         ("oracle_field", "private key 'confusions'")]
+
+
+def _twin_bench(tmp_path: pathlib.Path, twin_case: dict[str, Any]) -> pathlib.Path:
+    """A bench whose one twin (``t1``, parent ``w0-q03d`` of world ``w0``) is public."""
+    bench = _bench(tmp_path, _case())
+    (bench / "private" / "worlds.jsonl").write_text(json.dumps(
+        {"seed": 31415926, "twins": [{"seed": 27182818, "kind": "z_removed"}]}) + "\n")
+    twin = {"case_id": "t1", "world_id": "w0", "scm_hash": "sha256:" + "cd" * 32,
+            "value": None, "variant": {"label": "confounding_neglect", "kind": "z_removed",
+                                       "parent": "w0-q03d", "seed": 27182818,
+                                       "confused": [0.5813]}}
+    with (bench / "private" / "oracle.jsonl").open("a") as f:
+        f.write(json.dumps(twin) + "\n")
+    with (bench / "public" / "cases.jsonl").open("a") as f:
+        f.write(json.dumps(twin_case) + "\n")
+    return bench
+
+
+def test_twin_seed_and_confused_value_are_secrets(tmp_path: pathlib.Path) -> None:
+    """A twin's derived seed and its variant's confused values join the private secrets."""
+    secrets = load_secrets(_twin_bench(tmp_path, _case(case_id="t1")) / "private")
+    assert "27182818" in secrets.strings
+    assert 0.5813 in secrets.values
+    assert dict(secrets.links) == {"t1": ("w0-q03d", "w0")}
+
+
+def test_twin_naming_its_parent_is_a_twin_link_leak(tmp_path: pathlib.Path) -> None:
+    """A twin's public record naming its parent case (or world) is a ``twin_link`` leak."""
+    leaky = _case(case_id="t1", question="Same as w0-q03d, Z removed: what is P(Y=1)?")
+    kinds = [f.kind for f in scan_bench(_twin_bench(tmp_path / "a", leaky)).findings]
+    assert kinds == ["twin_link", "twin_link"]  # the parent case id holds the world id too
+    assert scan_bench(_twin_bench(tmp_path / "b", _case(case_id="t1"))).ok
+
+
+def test_variant_key_in_a_public_case_is_an_oracle_field_leak(tmp_path: pathlib.Path) -> None:
+    """A public case carrying a ``variant`` block (or its ``order_agrees``) is a leak."""
+    case = _case(variant={"kind": "order_opposed"}, meta={"order_agrees": False})
+    report = scan_bench(_bench(tmp_path, case))
+    assert sorted(f.detail for f in report.findings) == [
+        "private key 'order_agrees'", "private key 'variant'"]
+
+
+def test_built_bench_public_side_says_nothing_about_twins(tmp_path: pathlib.Path) -> None:
+    """In a built bench, no public byte names a twin kind, a variant, or a twin's parent; a
+    twin's public world id is its own and its cases are not listed beside its parent's."""
+    from rungbench.causal.bench.build import build_split
+    from rungbench.causal.bench.variants import TWIN_KINDS
+
+    bench = tmp_path / "built"
+    build_split("dev", 14, 5, bench, twins=True)
+    oracles = [json.loads(x) for x in (bench / "private" / "oracle.jsonl").read_text().splitlines()]
+    twins = [o for o in oracles if o.get("variant", {}).get("kind", "item") != "item"]
+    assert twins
+    public = "".join(p.read_text() for p in (bench / "public").rglob("*.json*")
+                     if "schemas" not in p.parts)
+    for word in (*TWIN_KINDS, "variant", "twin", "confused"):
+        assert word not in public, word
+    cases = [json.loads(x) for x in (bench / "public" / "cases.jsonl").read_text().splitlines()]
+    index = {c["case_id"]: i for i, c in enumerate(cases)}
+    public_world = {c["case_id"]: c["world_id"] for c in cases}
+    for t in twins:
+        parent = t["variant"]["parent"]
+        assert public_world[t["case_id"]] != public_world[parent] == t["world_id"]
+        assert t["case_id"] not in json.dumps(cases[index[parent]])
+    assert [c["case_id"] for c in cases] == sorted(index)
+    assert scan_bench(bench).ok

@@ -9,6 +9,7 @@ import pytest
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import evaluate
 from rungbench.causal.bench.report import accuracy, build_report, load_rows, to_markdown
+from rungbench.causal.bench.taxonomy import ALL_LABELS, TAXONOMY
 from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
 
 
@@ -108,3 +109,17 @@ def test_paired_delta_resamples_whole_worlds(runs: dict[str, pathlib.Path]) -> N
     assert d["n"] == len(a) > d["n_clusters"] == len(set(worlds))
     per_case = paired_cluster_bootstrap(va, vb, list(range(len(a))), n_boot=2000, rng=3)
     assert (per_case.low, per_case.high) != (d["low"], d["high"])
+
+
+def test_failure_label_table_lists_all_22_labels_zeros_included(
+        runs: dict[str, pathlib.Path]) -> None:
+    """The oracle's report lists every label of the seed's 22 (and the project's two) with a
+    zero count; the Markdown table has one row per label with its evidence rule."""
+    counts = build_report(runs["oracle"])["failure_labels"]
+    assert list(counts) == list(ALL_LABELS) and set(counts.values()) == {0}
+    md = to_markdown(build_report(runs["oracle"]))
+    table = md.split("## Failure labels")[1].split("\n## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 1 + 22 + 2
+    for f in TAXONOMY:
+        assert f"| {f.name} | {f.evidence} | 0 |" in rows

@@ -2,18 +2,41 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from rungbench.causal.bench.records import AgentResponse, PrivateOracle
+import pytest
+
+from rungbench.causal.bench.evaluate import score_cases
+from rungbench.causal.bench.records import AgentResponse, PrivateOracle, Variant
 from rungbench.causal.bench.scorer import score
 from rungbench.causal.bench.taxonomy import (
+    ALL_LABELS,
+    COLLIDER_SELECTION,
+    CONFOUNDING_NEGLECT,
+    CORRELATION_AS_CAUSATION,
+    EPISODE_LABELS,
     INT_CF,
+    LABELS,
+    MECHANISM_FABRICATION,
+    MEDIATOR_MISUSE,
     NOISE_REUSE,
     NON_ID_IGNORED,
     OBS_INT,
+    REVERSE_CAUSATION,
+    TAXONOMY,
+    TEMPORAL_ORDER,
+    TWIN_LABELS,
     UNEXPLAINED,
     UNSUPPORTED_CERTAINTY,
+    PairMember,
+    carries,
+    fabricated_links,
     failure_labels,
+    graph_edges,
+    twin_pattern_labels,
+    with_fabrication,
+    with_twin_label,
 )
 
 
@@ -126,3 +149,143 @@ def test_episode_hand_cases_carry_their_written_labels() -> None:
                                           "t": "2026-10-03T00:00:00Z", **c["response"]})
         labels = episode_failure_labels(o, r, score_episode_case(o, r))
         assert sorted(labels) == sorted(c["labels"]), c["name"]
+
+
+# ------------------------------------------------ the 22 labels and the twin rules
+
+SEED_TITLES = (
+    "Correlation-as-causation", "Reverse causation", "Confounding neglect",
+    "Collider / selection bias", "Mediator misuse", "Temporal-order shortcut",
+    "Mechanism fabrication", "Symptom / root-cause confusion", "Omitted joint cause",
+    "Observation / intervention confusion", "Intervention / counterfactual confusion",
+    "Incorrect noise reuse", "Non-identifiability ignored", "Source duplication",
+    "Stale mechanism", "Unsupported certainty", "Experiment avoidance",
+    "Costly irrelevant experiment", "Graph retrieval failure", "Routing bypass",
+    "Oracle leakage", "Scorer / harness failure",
+)
+"""The label column of seed 003 "Failure taxonomy", copied in its order."""
+
+
+def test_registry_lists_the_seeds_22_labels_in_order_with_their_evidence() -> None:
+    """TAXONOMY holds the seed's 22 labels in its order, each with its evidence rule and an
+    account of who assigns it; every label a taxonomy function emits is in ALL_LABELS."""
+    assert tuple(f.title for f in TAXONOMY) == SEED_TITLES
+    assert len({f.name for f in TAXONOMY}) == 22
+    assert all(f.evidence and f.assigned_by for f in TAXONOMY)
+    assert set(LABELS) | set(EPISODE_LABELS) | set(TWIN_LABELS) <= set(ALL_LABELS)
+    assert ALL_LABELS[:22] == tuple(f.name for f in TAXONOMY)
+
+
+def _member(cid: str, kind: str, label: str, outcome: str, point: float | None = None,
+            confused: tuple[float, ...] = (), agrees: bool | None = None) -> PairMember:
+    variant = Variant(label=label, kind=kind, parent="p", seed=1, confused=[*confused],
+                      order_agrees=agrees)
+    return PairMember(cid, variant, outcome, point)
+
+
+@pytest.mark.parametrize(("label", "kind"), [
+    (CONFOUNDING_NEGLECT, "z_removed"), (COLLIDER_SELECTION, "unconditioned"),
+    (MEDIATOR_MISUSE, "m_unobserved")])
+def test_value_twin_labels_need_the_confused_answer_and_the_right_twin(label: str,
+                                                                      kind: str) -> None:
+    """Wrong with the confused value on the item and right on the twin: the label, on the
+    item. A different wrong value, or a wrong twin, shows nothing."""
+    def pair(point: float, twin: str) -> dict[str, str]:
+        return twin_pattern_labels([
+            _member("p", "item", label, "wrong", point, confused=(0.6,)),
+            _member("t", kind, label, twin, 0.3)])
+    assert pair(0.61, "correct") == {"p": label}
+    assert pair(0.2, "correct") == {}
+    assert pair(0.61, "wrong") == {}
+
+
+def test_correlation_as_causation_is_wrong_on_fork_right_where_the_edge_is_real() -> None:
+    """The fork item wrong and the edge_real twin right give the label; a right item none."""
+    def pair(item: str, twin: str) -> dict[str, str]:
+        return twin_pattern_labels([
+            _member("p", "item", CORRELATION_AS_CAUSATION, item, 0.7),
+            _member("t", "edge_real", CORRELATION_AS_CAUSATION, twin, 0.7)])
+    assert pair("wrong", "correct") == {"p": CORRELATION_AS_CAUSATION}
+    assert pair("wrong", "wrong") == {}
+    assert pair("correct", "correct") == {}
+    assert pair("wrong", "missing") == {}
+
+
+def test_reverse_causation_lands_on_the_reversed_twin() -> None:
+    """Right on A → B and the forward reading on the reversed twin: the twin carries it."""
+    def pair(item: str, point: float) -> dict[str, str]:
+        return twin_pattern_labels([
+            _member("p", "item", REVERSE_CAUSATION, item, 0.5),
+            _member("t", "reversed", REVERSE_CAUSATION, "wrong", point, confused=(0.8,))])
+    assert pair("correct", 0.79) == {"t": REVERSE_CAUSATION}
+    assert pair("wrong", 0.79) == {}
+    assert pair("correct", 0.4) == {}
+
+
+def test_temporal_order_needs_a_right_aligned_twin_and_a_disagreeing_listing() -> None:
+    """Wrong where the listing opposes the direction, right where it agrees: the label on
+    every failed case whose listing disagrees; none when the aligned twin is wrong too."""
+    def pair(aligned: str, item_agrees: bool) -> dict[str, str]:
+        return twin_pattern_labels([
+            _member("p", "item", TEMPORAL_ORDER, "wrong", agrees=item_agrees),
+            _member("a", "order_aligned", TEMPORAL_ORDER, aligned, agrees=True),
+            _member("o", "order_opposed", TEMPORAL_ORDER, "wrong", agrees=False)])
+    assert pair("correct", False) == {"p": TEMPORAL_ORDER, "o": TEMPORAL_ORDER}
+    assert pair("correct", True) == {"o": TEMPORAL_ORDER}
+    assert pair("wrong", False) == {}
+
+
+def test_twin_label_replaces_unexplained_and_the_label_it_refines() -> None:
+    """A twin label drops ``unexplained`` and the mechanical label it refines, keeps others."""
+    assert with_twin_label([OBS_INT, UNSUPPORTED_CERTAINTY], CONFOUNDING_NEGLECT) == [
+        CONFOUNDING_NEGLECT, UNSUPPORTED_CERTAINTY]
+    assert with_twin_label([UNEXPLAINED], MEDIATOR_MISUSE) == [MEDIATOR_MISUSE]
+    assert with_twin_label([OBS_INT], COLLIDER_SELECTION) == [COLLIDER_SELECTION, OBS_INT]
+    assert carries([CORRELATION_AS_CAUSATION], OBS_INT)
+    assert not carries([MEDIATOR_MISUSE], OBS_INT)
+
+
+def _case_oracle(cid: str, kind: str, value: float, rung1: float,
+                 confused: tuple[float, ...] = ()) -> PrivateOracle:
+    variant = {"label": CONFOUNDING_NEGLECT, "kind": kind, "parent": "w-q01d", "seed": 7,
+               "confused": list(confused)}
+    return _oracle(case_id=cid, rung=2, value=value, confusions={"rung1": rung1},
+                   variant=variant)
+
+
+def test_score_cases_labels_the_pair_and_leaves_a_lone_wrong_answer_unexplained() -> None:
+    """Through evaluate.score_cases: P(y | x) on the item with the twin right is confounding
+    neglect (not observation/intervention confusion); with the twin wrong too the item keeps
+    the mechanical label, and a wrong value that is no confused reading is unexplained."""
+    oracles = {"w-q01d": _case_oracle("w-q01d", "item", 0.3, 0.6, (0.6,)),
+               "v-q00d": _case_oracle("v-q00d", "z_removed", 0.3, 0.3)}
+
+    def labels(item: float, twin: float) -> list[str]:
+        lines = [json.dumps({"case_id": c, "arm": "a", "status": "answer", "value": v})
+                 for c, v in (("w-q01d", item), ("v-q00d", twin))]
+        rows = score_cases(lines, oracles, "r.jsonl").rows
+        return [lb for r in rows if r["verdict"]["case_id"] == "w-q01d" for lb in r["labels"]]
+    assert labels(0.6, 0.3) == [CONFOUNDING_NEGLECT]
+    assert labels(0.6, 0.9) == [OBS_INT]
+    assert labels(0.9, 0.3) == [UNEXPLAINED]
+
+
+def test_graph_edges_reads_every_variable_with_parents_at_any_depth() -> None:
+    """Edges come from any object with a name and a parents list, mechanism or graph alike."""
+    doc = {"evidence": {"payload": {"mechanism": {"variables": [
+        {"name": "b", "parents": ["a"]}, {"name": "a", "parents": []}]}}},
+        "graph": [{"name": "c", "parents": ["b", "x"]}], "telemetry": {"b": 1}}
+    assert graph_edges(doc) == {("a", "b"), ("b", "c"), ("x", "c")}
+
+
+def test_fabricated_links_are_claims_no_delivered_path_supports() -> None:
+    """A delivered edge or a delivered path (a collapsed mediator) supports a claim; a
+    reversed, unrelated or self-made link is fabricated, reported once in claim order."""
+    delivered = {("a", "m"), ("m", "y"), ("z", "y")}
+    assert fabricated_links([("a", "m"), ("a", "y")], delivered) == []
+    assert fabricated_links([("y", "a"), ("z", "a"), ("y", "a")], delivered) == [
+        ("y", "a"), ("z", "a")]
+    assert fabricated_links([("q", "y")], set()) == [("q", "y")]
+    assert with_fabrication([UNEXPLAINED]) == [MECHANISM_FABRICATION]
+    assert with_fabrication([UNSUPPORTED_CERTAINTY]) == [UNSUPPORTED_CERTAINTY,
+                                                         MECHANISM_FABRICATION]

@@ -10,7 +10,14 @@ from collections.abc import Callable
 import pytest
 
 from rungbench.causal.bench.build import build_split
-from rungbench.causal.bench.verified import BENCH_KIND, bench_episodes, has_episodes, open_bench
+from rungbench.causal.bench.records import PrivateOracle
+from rungbench.causal.bench.verified import (
+    BENCH_KIND,
+    bench_episodes,
+    check_variants,
+    has_episodes,
+    open_bench,
+)
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.canonical import file_digest
 from rungbench.evidence.sealed import write_seal
@@ -167,3 +174,27 @@ def test_undeclared_v2_file_is_refused(bench: pathlib.Path, tmp_path: pathlib.Pa
     write_seal(b, kind=BENCH_KIND)
     with pytest.raises(IntegrityError, match="declares no records_v2"):
         open_bench(b)
+
+
+def _variant_oracle(cid: str, kind: str, parent: str, world: str = "w1",
+                    skin: str = "linux") -> PrivateOracle:
+    return PrivateOracle.model_validate({
+        "case_id": cid, "world_id": world, "family": "f", "structure": "fork", "skin": skin,
+        "item_type": "exact", "rung": 2, "estimand": "e", "scm_hash": "h", "seed": 1,
+        "identifiable": True, "value": 0.5,
+        "variant": {"label": "correlation_as_causation", "kind": kind, "parent": parent,
+                    "seed": 2}})
+
+
+def test_check_variants_refuses_a_broken_pair() -> None:
+    """A whole pair passes; a twin whose parent is absent, not an item, of another world
+    cluster, or of the other skin kind is an IntegrityError naming the case."""
+    item = _variant_oracle("w1-q01d", "item", "w1-q01d")
+    twin = _variant_oracle("v9-q00d", "edge_real", "w1-q01d", skin="physics")
+    check_variants({o.case_id: o for o in (item, twin)}, "oracle.jsonl")
+    for bad in (_variant_oracle("v9-q00d", "edge_real", "w1-q07d"),
+                _variant_oracle("v9-q00d", "edge_real", "w1-q01d", world="w2"),
+                _variant_oracle("v9-q00d", "edge_real", "w1-q01d", skin="nonsense"),
+                _variant_oracle("v9-q00d", "item", "w1-q01d")):
+        with pytest.raises(IntegrityError, match="v9-q00d"):
+            check_variants({o.case_id: o for o in (item, bad)}, "oracle.jsonl")

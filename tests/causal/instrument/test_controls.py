@@ -82,10 +82,20 @@ def test_every_miss_is_localized_to_the_tool_for_naive(matrix: dict[str, Any]) -
     assert sum(row["outcomes"]["C1"].values()) == 40
 
 
+def test_tool_response_misses_of_present_edges_are_graph_retrieval_failures(
+        matrix: dict[str, Any]) -> None:
+    """The 26 C1 misses (edge in the store, absent from naive's output) carry the seed's
+    graph retrieval failure label; the fixed query's C1 carries none."""
+    row = summarize(matrix["runs"]["naive"], "strict", 40)
+    assert row["failure_labels"]["C1"] == {"graph_retrieval_failure": 26}
+    assert summarize(matrix["runs"]["fixed"], "strict", 40)["failure_labels"]["C1"] == {}
+
+
 def test_lenient_sign_flip_accepts_are_localized_to_the_scorer(matrix: dict[str, Any]) -> None:
     """fixed × lenient's 36 sign-flip false accepts are scorer defects (stage 4)."""
     row = summarize(matrix["runs"]["fixed"], "lenient", 40)
     assert row["misses_localized"]["C5-sign"] == {"score": 36}
+    assert row["failure_labels"]["C5-sign"] == {"scorer_harness_failure": 36}
 
 
 def test_flipping_every_edge_of_an_even_path_cancels(matrix: dict[str, Any]) -> None:

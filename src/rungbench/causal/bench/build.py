@@ -30,7 +30,7 @@ import os
 import pathlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ from rungbench.causal.bench.records import (
     Intervention,
     PrivateOracle,
     PublicCase,
+    Variant,
     write_schemas,
 )
 from rungbench.causal.bench.skins import (
@@ -65,10 +66,11 @@ from rungbench.causal.bench.skins import (
     render_question,
 )
 from rungbench.causal.bench.splits import STRUCTURES, split_seed, world_plan
+from rungbench.causal.bench.variants import ITEM, Pair, Twin, diagnostic_pairs
 from rungbench.causal.bench.verified import BENCH_KIND, hide_seal
 from rungbench.causal.scm.joint import observed_joint
 from rungbench.causal.scm.world import World
-from rungbench.errors import Reason, Refusal
+from rungbench.errors import IntegrityError, Reason, Refusal
 from rungbench.evidence.canonical import bytes_digest, canonical_bytes, digest
 from rungbench.evidence.sealed import ensure_absent, publish_dir
 
@@ -125,7 +127,29 @@ class BuiltWorld:
     witnesses: tuple[tuple[str, World], ...]
     """(case key, witness world) of the non-identifiable items."""
     forward_excess: int
-    """Forward-listed minus backward-listed edges in the public listing."""
+    """Forward-listed minus backward-listed edges in the public listings (twins included)."""
+    twins: tuple[BuiltTwin, ...] = ()
+    """The matched diagnostic variants of its items (``variants``), each its own public world."""
+
+
+@dataclass(frozen=True)
+class BuiltTwin:
+    """One matched diagnostic variant rendered as its own public world."""
+
+    world_id: str
+    """Its public world id (opaque; nothing public links it to its parent)."""
+    seed: int
+    """Its seed, derived from the parent world's seed and its kind."""
+    kind: str
+    """Twin kind (``variants.TWIN_KINDS``)."""
+    world: World
+    """The twin world."""
+    cases: tuple[PublicCase, ...]
+    """Its public cases (domain and nonsense skins)."""
+    oracles: tuple[PrivateOracle, ...]
+    """Their private records: the parent's world id (one bootstrap cluster), a variant record."""
+    forward_excess: int
+    """Forward-listed minus backward-listed edges in its listing."""
 
 
 def world_id_of(split: str, world_seed: int) -> str:
@@ -333,8 +357,15 @@ def _derived(world_seed: int, purpose: str) -> int:
     return int.from_bytes(h[:8], "big")
 
 
-def build_world(split: str, structure: str, world_seed: int, lean: int = 1) -> BuiltWorld:
-    """Draw one world and render all its items under a domain skin and the nonsense skin."""
+def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
+                excess: int = 0, twins: bool = False) -> BuiltWorld:
+    """Draw one world and render all its items under a domain skin and the nonsense skin.
+
+    With ``twins``, the matched diagnostic variants of its items
+    (:func:`variants.diagnostic_pairs`) are rendered too, each as its own public world
+    (:func:`build_twin`); ``excess`` is the running forward-listing excess before this world,
+    which their listings lean against. Without, the world is what it always was.
+    """
     world_id = world_id_of(split, world_seed)
     rng = np.random.default_rng(world_seed)
     d = draw_world(structure, rng, world_id)
@@ -343,18 +374,86 @@ def build_world(split: str, structure: str, world_seed: int, lean: int = 1) -> B
     domain = DOMAIN_SKINS[int(rng.integers(len(DOMAIN_SKINS)))]
     names = list(d.world.names)
     skins = (draw_skin(domain, names, rng), draw_skin("nonsense", names, rng))
+    pairs = {p.item_key: p for p in diagnostic_pairs(d, raws)} if twins else {}
+    agrees = forward_excess(d.world, shuffle) == len(d.world.edges())
     cases, oracles, witnesses = [], [], []
     for slot, raw in enumerate(raws):
         ids = (f"{world_id}-q{slot:02d}d", f"{world_id}-q{slot:02d}n")
         for skin, cid, twin in ((skins[0], ids[0], ids[1]), (skins[1], ids[1], ids[0])):
             case, orc = render_case(raw, d, skin, case_id=cid, world_seed=world_seed,
                                     slot=slot, twin=twin, shuffle=shuffle)
+            pair = pairs.get(raw.key)
+            if pair is not None:
+                orc = orc.model_copy(update={"variant": Variant(
+                    label=pair.label, kind=ITEM, parent=cid, seed=world_seed,
+                    confused=[*pair.confused], order_agrees=agrees)})
             cases.append(case)
             oracles.append(orc)
         if raw.witness is not None:
             witnesses.append((raw.key, raw.witness))
+    built_twins: list[BuiltTwin] = []
+    running = excess + forward_excess(d.world, shuffle)
+    slots = {raw.key: slot for slot, raw in enumerate(raws)}
+    for pair in pairs.values():
+        slot = slots[pair.item_key]
+        parents = (f"{world_id}-q{slot:02d}d", f"{world_id}-q{slot:02d}n")
+        for t in pair.twins:
+            built_twins.append(build_twin(split, world_seed, pair, t, parents,
+                                          lean=-1 if running > 0 else 1))
+            running += built_twins[-1].forward_excess
     return BuiltWorld(world_id, world_seed, d, tuple(cases), tuple(oracles), tuple(witnesses),
-                      forward_excess(d.world, shuffle))
+                      running - excess, tuple(built_twins))
+
+
+TWIN_LISTINGS = 4096
+"""Listing seeds tried for a twin listed wholly in (or against) causal order."""
+
+
+def ordered_listing(world: World, seed: int, order: int) -> int | None:
+    """A shuffle seed listing every edge parent first (``order`` +1) or child first (-1)."""
+    want = order * len(world.edges())
+    for k in range(TWIN_LISTINGS):
+        s = _derived(seed, f"listing{k}")
+        if forward_excess(world, s) == want:
+            return s
+    return None
+
+
+def build_twin(split: str, parent_seed: int, pair: Pair, t: Twin, parent_cases: Sequence[str],
+               *, lean: int) -> BuiltTwin:
+    """Render twin ``t`` of ``pair`` as its own public world with fresh skins.
+
+    Its id, skins and listing come from a seed derived from the parent's; its private
+    records keep the parent's world id (the bootstrap cluster) and name the parent case of
+    the same skin (``parent_cases``: domain, nonsense) in their variant record.
+    """
+    seed = _derived(parent_seed, f"twin:{pair.item_key}:{t.kind}") >> 1
+    world_id = world_id_of(split, seed)
+    world = World(world_id, t.draw.world.variables)
+    d = replace(t.draw, world=world)
+    rng = np.random.default_rng(seed)
+    shuffle = ordered_listing(world, seed, t.order) if t.order else \
+        listing_seed(world, seed, lean)
+    if shuffle is None:
+        raise IntegrityError(f"{world_id}: no listing of {t.kind} found in {TWIN_LISTINGS} "
+                             f"tries")
+    names = list(world.names)
+    domain = DOMAIN_SKINS[int(rng.integers(len(DOMAIN_SKINS)))]
+    skins = (draw_skin(domain, names, rng), draw_skin("nonsense", names, rng))
+    ids = (f"{world_id}-q00d", f"{world_id}-q00n")
+    agrees = forward_excess(world, shuffle) == len(world.edges())
+    cases, oracles = [], []
+    for skin, cid, other, parent in ((skins[0], ids[0], ids[1], parent_cases[0]),
+                                     (skins[1], ids[1], ids[0], parent_cases[1])):
+        case, orc = render_case(t.item, d, skin, case_id=cid, world_seed=seed, slot=0,
+                                twin=other, shuffle=shuffle)
+        cases.append(case)
+        oracles.append(orc.model_copy(update={
+            "world_id": world_id_of(split, parent_seed), "seed": parent_seed,
+            "variant": Variant(label=pair.label, kind=t.kind, parent=parent, seed=seed,
+                               confused=[*t.confused], order_agrees=agrees)}))
+    return BuiltTwin(world_id, seed, t.kind, world, tuple(cases), tuple(oracles),
+                     forward_excess(world, shuffle))
 
 
 def _jsonl(records: Sequence[Mapping[str, Any]]) -> bytes:
@@ -375,6 +474,8 @@ def _world_record(b: BuiltWorld) -> dict[str, Any]:
         "condition": dict(d.condition), "world": d.world.to_json(seed=0),
         "causal_order": list(d.world.names),
         "witnesses": [{"item": k, "world": w.to_json(seed=0)} for k, w in b.witnesses],
+        **({"twins": [{"world_id": t.world_id, "seed": t.seed, "kind": t.kind,
+                       "world": t.world.to_json(seed=0)} for t in b.twins]} if b.twins else {}),
     }
 
 
@@ -401,12 +502,16 @@ def build_split(
     *,
     force: bool = False,
     families: str | None = None,
+    twins: bool = False,
 ) -> dict[str, Any]:
     """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary.
 
     ``families`` (comma-separated ``incident,active,revision,provenance,negative``) adds
     those episode families as records/2 files (:mod:`episode_build`), ``n_worlds`` worlds
-    of them drawn from the split's own seed stream.
+    of them drawn from the split's own seed stream. ``twins`` (``--twins``) adds the
+    matched diagnostic variants the twin-licensed failure labels need (:mod:`variants`):
+    then cases are ordered by case id and ``world_ids`` sorted, so nothing public says
+    which case is a twin of which.
 
     The bench is written into a hidden temporary sibling, leak-scanned, sealed and
     renamed into place in one step (:func:`rungbench.evidence.sealed.publish_dir`):
@@ -426,7 +531,7 @@ def build_split(
 
         chosen = parse_families(families)
     ensure_absent(out, force=force, what="causal bench")
-    built = build_worlds(split, n_worlds, seed, progress)
+    built = build_worlds(split, n_worlds, seed, progress, twins=twins)
     if families is not None:
         episodes = build_episodes(split, n_worlds, seed, chosen)
     with publish_dir(out, kind=BENCH_KIND, force=force) as temp:
@@ -438,7 +543,7 @@ def build_split(
             raise Refusal([Reason("leak", f.detail, subject=f.where)
                            for f in report.findings[:20]], gate="leak scan")
     hide_seal(out)
-    oracles = [o.model_dump(mode="json") for b in built for o in b.oracles]
+    oracles = [o.model_dump(mode="json") for b in built for o in (*b.oracles, *_twin_oracles(b))]
     return {**manifest, "out": str(out), "leak_scan": _relocated(report.to_json(), temp, out),
             "structures": dict(sorted(Counter(b.draw.structure for b in built).items())),
             "witness_gaps": witness_gap_summary(oracles)}
@@ -452,12 +557,15 @@ def _relocated(doc: dict[str, Any], temp: pathlib.Path, out: pathlib.Path) -> di
 
 
 def build_worlds(split: str, n_worlds: int, seed: int,
-                 progress: Callable[[int], None] | None = None) -> list[BuiltWorld]:
-    """Draw and render every world of the split's plan, balancing the listing lean."""
+                 progress: Callable[[int], None] | None = None, *,
+                 twins: bool = False) -> list[BuiltWorld]:
+    """Draw and render every world of the split's plan (with their diagnostic twins when
+    ``twins``), balancing the listing lean."""
     built: list[BuiltWorld] = []
     excess = 0
     for i, (structure, wseed) in enumerate(world_plan(split, n_worlds, seed)):
-        built.append(build_world(split, structure, wseed, lean=-1 if excess > 0 else 1))
+        built.append(build_world(split, structure, wseed, lean=-1 if excess > 0 else 1,
+                                 excess=excess, twins=twins))
         excess += built[-1].forward_excess
         if progress is not None:
             progress(i + 1)
@@ -471,8 +579,10 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
     public.mkdir(parents=True, exist_ok=True)
     private.mkdir(parents=True, exist_ok=True)
     os.chmod(private, 0o700)
-    cases = [c.model_dump(mode="json") for b in built for c in b.cases]
-    oracles = [o.model_dump(mode="json") for b in built for o in b.oracles]
+    with_twins = any(b.twins for b in built)
+    cases = [c.model_dump(mode="json") for c in public_order(built, shuffled=with_twins)]
+    by_id = {o.case_id: o for b in built for o in (*b.oracles, *_twin_oracles(b))}
+    oracles = [by_id[c["case_id"]].model_dump(mode="json") for c in cases]
     files = {"cases.jsonl": _write(public / "cases.jsonl", _jsonl(cases))}
     schema_paths = write_schemas(public / "schemas")
     for p in schema_paths:
@@ -482,7 +592,8 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
         "schema": BENCH_SCHEMA, "split": split, "bench_version": BENCH_VERSION,
         "n_worlds": len(built), "n_cases": len(cases), "files": files,
         "digest": files["cases.jsonl"],
-        "world_ids": [b.world_id for b in built],
+        "world_ids": sorted({c["world_id"] for c in cases}) if with_twins
+        else [b.world_id for b in built],
         "counts": {f"{f}/{t}": n for (f, t), n in sorted(counts.items())},
     }
     _write(public / "manifest.json", _pretty(manifest))
@@ -497,6 +608,21 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
         "public_digest": manifest["digest"],
     }), 0o600)
     return manifest
+
+
+def _twin_oracles(b: BuiltWorld) -> list[PrivateOracle]:
+    return [o for t in b.twins for o in t.oracles]
+
+
+def public_order(built: Sequence[BuiltWorld], *, shuffled: bool) -> list[PublicCase]:
+    """Every public case, twins included: in build order, or (``shuffled``, a bench with
+    twins) ordered by case id.
+
+    Case ids begin with opaque world ids, so that order interleaves the worlds at random
+    and a twin does not sit beside its parent; within a world, slot then skin.
+    """
+    cases = [c for b in built for c in (*b.cases, *(c for t in b.twins for c in t.cases))]
+    return sorted(cases, key=lambda c: c.case_id) if shuffled else cases
 
 
 def witness_gap_summary(oracles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

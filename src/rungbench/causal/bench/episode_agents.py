@@ -13,6 +13,9 @@ telemetry they fetched (:func:`episode_tools.diagnosis_of`); they differ only in
 * ``premature_commitment`` — reads ``logs`` and ``metrics``, then names the first live cause
   in listing order and repairs it at once, never running an experiment (experiment items:
   ``act_now``).
+* ``fabricating`` — ``p2_protocol`` whose diagnosis answers also claim a mechanism no
+  evidence delivered (another candidate fault triggered the named one, :func:`fabricated_
+  claim`): the planted agent of seed 003's "mechanism fabrication".
 
 Posterior items (provenance, negative evidence): both answer the exact posterior.
 """
@@ -38,7 +41,7 @@ from rungbench.causal.scm import oracle
 from rungbench.causal.scm.world import Query, World
 from rungbench.errors import InputError
 
-EPISODE_POLICIES = ("p2_protocol", "premature_commitment")
+EPISODE_POLICIES = ("p2_protocol", "premature_commitment", "fabricating")
 """Episode reference policies."""
 
 _BUDGET = re.compile(r"Experiment budget left: ([0-9.eE+-]+) of")
@@ -109,6 +112,15 @@ def _posterior_answer(view: Mapping[str, Any]) -> dict[str, Any]:
     return {"status": "answer", "value": min(1.0, max(0.0, value)), "confidence": 0.9}
 
 
+def fabricated_claim(view: Mapping[str, Any], label: str) -> list[list[str]]:
+    """The ``fabricating`` policy's claimed mechanism: another candidate fault triggered the
+    named one. Candidate faults are roots of the shown mechanism, so no delivered path joins
+    them: the link is absent from all delivered evidence."""
+    named = label.split(JOINT_SEP)[0]
+    others = [h for h in view["query"]["hypotheses"] if JOINT_SEP not in h and h != named]
+    return [[others[0], named]] if others else []
+
+
 class EpisodePolicyAgent:
     """One episode policy behind the Agent protocol (stateless: state is the conversation)."""
 
@@ -160,5 +172,8 @@ class EpisodePolicyAgent:
         loss = d.expected_loss
         action = min(sorted(loss), key=lambda a: loss[a])
         label = max(live, key=lambda h: post[h])
-        return _answer({"status": "answer", "label": label, "action": action,
-                        "confidence": round(post[label], 6)})
+        fields: dict[str, Any] = {"status": "answer", "label": label, "action": action,
+                                  "confidence": round(post[label], 6)}
+        if self.policy == "fabricating":
+            fields["edges"] = fabricated_claim(view, label)
+        return _answer(fields)

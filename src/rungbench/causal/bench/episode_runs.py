@@ -43,11 +43,17 @@ from rungbench.causal.bench.episode_tools import (
     episode_schedule,
     episode_toolbox,
     is_incident,
+    stage_view,
 )
 from rungbench.causal.bench.incidents import ACT_NOW
 from rungbench.causal.bench.records import AgentResponse, EpisodeCase, EpisodeOracle
 from rungbench.causal.bench.requests import validate_causal_answer
-from rungbench.causal.bench.taxonomy import episode_failure_labels
+from rungbench.causal.bench.taxonomy import (
+    episode_failure_labels,
+    fabricated_links,
+    graph_edges,
+    with_fabrication,
+)
 from rungbench.causal.bench.verified import EPISODE_CASES, bench_episodes, open_bench
 from rungbench.errors import InputError, IntegrityError
 from rungbench.evidence.store import ObjectStore
@@ -115,7 +121,11 @@ def _calls_of_final(run_dir: Path) -> dict[str, tuple[dict[str, Any], list[dict[
 
 def _stage_row(case: EpisodeCase, sealed: EpisodeOracle, observed: Mapping[str, int],
                answer: Mapping[str, Any] | None, evidence: Mapping[str, Any], arm: str,
-               outcome: str) -> tuple[dict[str, Any], EpisodeOracle, str]:
+               outcome: str, delivered: frozenset[tuple[str, str]] = frozenset()
+               ) -> tuple[dict[str, Any], EpisodeOracle, str]:
+    """One stage's scored row. ``delivered``: every edge the episode's prompt, released
+    stages and tool results stated before this answer (the trace mechanism fabrication is
+    read against)."""
     o = delivered_oracle(case, sealed, observed)
     row: dict[str, Any] = {"case_id": case.case_id, "world_id": case.world_id,
                            "episode_id": case.episode_id, "family": case.family,
@@ -130,8 +140,12 @@ def _stage_row(case: EpisodeCase, sealed: EpisodeOracle, observed: Mapping[str, 
         return row, o, json.dumps(failure, sort_keys=True)
     r = AgentResponse(case_id=case.case_id, arm=arm, **answer)
     v = score_episode_case(o, r)
-    row.update({"verdict": v.model_dump(mode="json"),
-                "labels": episode_failure_labels(o, r, v),
+    labels = episode_failure_labels(o, r, v)
+    fabricated = fabricated_links(r.edges or [], set(delivered))
+    if fabricated and v.outcome != "invalid":
+        labels = with_fabrication(labels)
+        row["fabricated"] = [list(e) for e in fabricated]
+    row.update({"verdict": v.model_dump(mode="json"), "labels": labels,
                 "named": r.label if r.status == "answer" else None})
     if o.expected_loss is not None and r.action is not None and r.action in o.expected_loss \
             and sealed.experiment_loss:
@@ -164,6 +178,7 @@ def episode_records(run_dir: Path, oracles: Mapping[str, EpisodeOracle]
             continue
         final, calls = decided[cell.cell_id]
         cases, _ = episode_cases(cell.request)
+        delivered = graph_edges(stage_view(cases[0]))  # the prompt shows the first stage
         observed: dict[str, int] = {}
         evidence: dict[str, Any] = {"telemetry_calls": 0, "experiments": [], "spent": 0.0}
         stage = 0
@@ -172,6 +187,7 @@ def episode_records(run_dir: Path, oracles: Mapping[str, EpisodeOracle]
             args = store.get_json(call["arguments"])
             if not isinstance(result, dict) or "error" in result:
                 continue
+            delivered |= graph_edges(result)
             if call["tool"] in TELEMETRY_TOOLS:
                 observed.update({str(k): int(v) for k, v in result["telemetry"].items()})
                 evidence["telemetry_calls"] += 1
@@ -183,8 +199,11 @@ def episode_records(run_dir: Path, oracles: Mapping[str, EpisodeOracle]
                 answer = _parse_answer(args, cell.cell_id)
                 c = cases[stage]
                 rows.append(_stage_row(c, oracles[c.case_id], observed, answer,
-                                       _snapshot(evidence, observed), arm, "answered"))
+                                       _snapshot(evidence, observed), arm, "answered",
+                                       frozenset(delivered)))
                 stage += 1
+                if stage < len(cases):  # the accepted answer's reply released this view
+                    delivered |= graph_edges(stage_view(cases[stage]))
         answered = Outcome(final["outcome"]) is Outcome.ANSWERED and \
             final.get("tool") == ANSWER and final.get("arguments") is not None
         outcome = str(final["outcome"])
@@ -195,7 +214,8 @@ def episode_records(run_dir: Path, oracles: Mapping[str, EpisodeOracle]
             last = answered and i == len(cases) - 1
             rows.append(_stage_row(c, oracles[c.case_id], observed,
                                    final["arguments"] if last else None,
-                                   _snapshot(evidence, observed), arm, outcome))
+                                   _snapshot(evidence, observed), arm, outcome,
+                                   frozenset(delivered)))
     return rows
 
 
@@ -222,7 +242,9 @@ def publish_episode_scores(bench_dir: Path, run_dir: Path) -> dict[str, Any] | N
     manifest, _ = load_run(run_dir)
     data = "".join(f"{line}\n" for _, _, line in records).encode()
     delivered = {o.case_id: o for _, o, _ in records}
-    return publish_scored(bench, delivered, data, target, str(manifest["agent"]["name"]))
+    fabricated = frozenset(row["case_id"] for row, _, _ in records if row.get("fabricated"))
+    return publish_scored(bench, delivered, data, target, str(manifest["agent"]["name"]),
+                          fabricated=fabricated)
 
 
 def _snapshot(evidence: Mapping[str, Any], observed: Mapping[str, int]) -> dict[str, Any]:

@@ -57,7 +57,16 @@ from rungbench.causal.bench.reference_agents import (
 )
 from rungbench.causal.bench.revision import pooled_revision_metrics
 from rungbench.causal.bench.scorer import ScoredLine, score, score_lines
-from rungbench.causal.bench.taxonomy import episode_failure_labels, failure_labels
+from rungbench.causal.bench.taxonomy import (
+    PairMember,
+    answered_point,
+    carries,
+    episode_failure_labels,
+    failure_labels,
+    twin_pattern_labels,
+    with_fabrication,
+    with_twin_label,
+)
 from rungbench.causal.bench.verified import (
     PUBLIC_MANIFEST,
     RESPONSES,
@@ -208,12 +217,40 @@ def score_cases(
             invalid.append(s)
     rows = [verdict_row(first[cid], o) if cid in first else missing_row(o)
             for cid, o in oracles.items()]
+    add_twin_labels(rows, oracles, first)
     return CaseScoring(
         rows=rows,
         invalid_lines=[{"line": s.line, "case_id": s.verdict.case_id, "error": s.verdict.error}
                        for s in invalid],
         lines=len(scored), named=named, foreign=list(foreign), foreign_lines=foreign_lines,
     )
+
+
+def add_twin_labels(rows: list[dict[str, Any]], oracles: Mapping[str, AnyOracle],
+                    first: Mapping[str, ScoredLine]) -> None:
+    """Give each failed row of a diagnostic pair the twin label its pair's verdicts show.
+
+    Pairs are grouped by the parent case their private variant records name; the rules
+    are :func:`taxonomy.twin_pattern_labels`, the label replaces ``unexplained`` and the
+    mechanical label it refines (:func:`taxonomy.with_twin_label`).
+    """
+    pairs: dict[str, list[PairMember]] = {}
+    for cid, o in oracles.items():
+        if not isinstance(o, PrivateOracle) or o.variant is None:
+            continue
+        s = first.get(cid)
+        r = s.response if s is not None else None
+        point = answered_point(r) if r is not None and r.status == "answer" else None
+        outcome = s.verdict.outcome if s is not None else "missing"
+        pairs.setdefault(o.variant.parent, []).append(
+            PairMember(cid, o.variant, outcome, point, o.tol))
+    shown: dict[str, str] = {}
+    for members in pairs.values():
+        shown.update(twin_pattern_labels(members))
+    for row in rows:
+        label = shown.get(row["verdict"]["case_id"])
+        if label is not None:
+            row["labels"] = with_twin_label(row["labels"], label)
 
 
 def check_not_foreign(scoring: CaseScoring, path: str) -> None:
@@ -238,7 +275,9 @@ def summarise(rows: list[dict[str, Any]], agent: str) -> dict[str, Any]:
     """Outcome counts over the answered cases, missing cases, label counts, signature rate.
 
     ``n`` is every bench case (the accuracy denominator); ``outcomes`` count the cases a
-    response line names, ``missing`` the rest.
+    response line names, ``missing`` the rest. A failure hits a reference agent's signature
+    when it carries the signature or a twin label refining it (``taxonomy.carries``: the
+    rung-1 agent's answer on a fork pair is correlation-as-causation).
     """
     given = [r for r in rows if not r.get("missing")]
     outcomes = Counter(r["verdict"]["outcome"] for r in given)
@@ -260,7 +299,7 @@ def summarise(rows: list[dict[str, Any]], agent: str) -> dict[str, Any]:
     signatures = {**SIGNATURES, **EPISODE_SIGNATURES} if episode_rows else SIGNATURES
     if name in signatures:
         sig = signatures[name]
-        hits = sum(1 for r in failed if sig in r["labels"])
+        hits = sum(1 for r in failed if carries(r["labels"], sig))
         out["signature"] = {
             "label": sig,
             "hits": hits,
@@ -328,8 +367,12 @@ def publish_scored(
     *,
     source: pathlib.Path | None = None,
     force: bool = False,
+    fabricated: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Score response bytes ``data`` against a verified bench; publish the sealed run ``target``.
+
+    ``fabricated``: case ids whose episode trace shows a fabricated link
+    (``episode_runs``); their rows carry ``mechanism_fabrication`` beside the verdict's labels.
 
     Layout: ``responses.jsonl``, ``run_manifest.json`` and ``summary.json`` (aggregates
     only) readable by anyone; ``private/`` (0700) holds ``verdicts.jsonl`` and
@@ -343,6 +386,9 @@ def publish_scored(
         raise InputError(f"not UTF-8 at byte {exc.start}", path=name) from exc
     scoring = score_cases(text.splitlines(), oracles, name)
     check_not_foreign(scoring, name)
+    for row in scoring.rows:
+        if row["verdict"]["case_id"] in fabricated and row["verdict"]["outcome"] != "invalid":
+            row["labels"] = with_fabrication(row["labels"])
     public = bench.json(PUBLIC_MANIFEST)
     manifest = run_manifest(public, agent_name, data, scoring.rows)
     summary = summarise(scoring.rows, agent_name)

@@ -7,6 +7,7 @@ checks every public file for
 - ``oracle_field``: a JSON key that only private records carry (``confusions``,
   ``witness_hash``, ``seed`` …) anywhere in a public document;
 - ``secret``: a world seed, split seed, ``scm_hash`` or ``witness_hash`` as text;
+- ``twin_link``: a twin case's public record naming its parent case or parent world;
 - ``value``: a decimal number in a case's question, query or assumptions that
   equals a private reference value (value, bounds or confusion values) to the
   number's printed precision. Evidence payloads are exempt from this one check:
@@ -18,6 +19,9 @@ side to the secrets: the seeds in ``worlds.v2.jsonl``, and from ``oracle.v2.json
 the scm_hash, the posterior values, the confused twins' values (``alt_values``) and
 the information and decision values of every menu entry; the keys only records/2
 oracles carry (``true_cause``, ``alt_causes`` …) are private keys.
+
+Diagnostic pairs (``variants``) add theirs: the twins' seeds, the confused values of their
+variant records, and the ``variant`` key itself.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import functools
 import json
 import pathlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +43,8 @@ PRIVATE_KEYS: frozenset[str] = frozenset({
     # records/2 (episode families); ``hypotheses`` is public (the hypothesis set).
     "true_cause", "descendants", "experiment_loss", "discriminating", "alt_values",
     "alt_causes", "previous_set",
+    # diagnostic pairs (``variants``): which case is a twin of which, and of what
+    "variant", "confused", "order_agrees",
 })
 """Keys that only private records carry."""
 
@@ -50,7 +56,7 @@ class Finding:
     """One leak."""
 
     kind: str
-    """``oracle_field``, ``secret`` or ``value``."""
+    """``oracle_field``, ``secret``, ``twin_link`` or ``value``."""
     where: str
     """File and line of the leak."""
     detail: str
@@ -87,6 +93,9 @@ class Secrets:
     """Seeds and private digests, as text."""
     values: tuple[float, ...]
     """Private reference numbers (values, bound ends, confusion values) not 0 or 1."""
+    links: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Twin case id -> its parent case id and parent world id, which its public record must
+    not name (nothing public may say which case is a twin of which)."""
 
 
 def _jsonl(path: pathlib.Path) -> Iterator[dict[str, Any]]:
@@ -99,17 +108,23 @@ def load_secrets(private: pathlib.Path) -> Secrets:
     """Collect seeds, digests and reference numbers from a bench's private directory."""
     strings: set[str] = set()
     values: set[float] = set()
+    links: dict[str, tuple[str, ...]] = {}
     manifest = json.loads((private / "manifest.json").read_text(encoding="utf-8"))
     strings.update(str(manifest[k]) for k in ("seed", "split_seed"))
     for w in _jsonl(private / "worlds.jsonl"):
         strings.add(str(w["seed"]))
+        strings.update(str(t["seed"]) for t in w.get("twins", []))
     for o in _jsonl(private / "oracle.jsonl"):
         strings.update(str(o[k]) for k in ("scm_hash", "witness_hash") if o.get(k))
         nums = [o.get("value"), *(o.get("bounds") or []), *(o.get("confusions") or {}).values()]
+        variant = o.get("variant") or {}
+        nums += variant.get("confused", [])
+        if variant.get("kind") not in (None, "item"):
+            links[str(o["case_id"])] = (str(variant["parent"]), str(o["world_id"]))
         values.update(float(v) for v in nums if v is not None and 0.0 < float(v) < 1.0)
     _add_episode_secrets(private, strings, values)
     strings = {s for s in strings if len(s) >= 6}
-    return Secrets(frozenset(strings), tuple(sorted(values)))
+    return Secrets(frozenset(strings), tuple(sorted(values)), links)
 
 
 def _add_episode_secrets(private: pathlib.Path, strings: set[str], values: set[float]) -> None:
@@ -197,6 +212,9 @@ def _scan_doc(doc: Any, text: str, where: str, secrets: Secrets) -> list[Finding
     out += [Finding("secret", where, f"private string {s[:24]!r}")
             for s in found_strings(text, secrets.strings)]
     if isinstance(doc, dict):
+        linked = secrets.links.get(str(doc.get("case_id")), ())
+        out += [Finding("twin_link", where, f"names {x!r}, the case it is a twin of")
+                for x in linked if x in text]
         visible = {k: v for k, v in doc.items() if k != "evidence"}
         for token in _DECIMAL.findall(json.dumps(visible)):
             hit = _matches_value(token, secrets.values)

@@ -13,7 +13,7 @@ import json
 import pathlib
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 RECORDS_VERSION = "rungbench.records/1"
 """Version of every record in this module; bump it with every reader (CONTRACTS §3)."""
@@ -120,6 +120,28 @@ class Cpdag(_Record):
     """Reversible edges, each listed once with a < b."""
 
 
+class Variant(_Record):
+    """An item's place in a matched diagnostic pair (seed 003 "Failure taxonomy").
+
+    A twin-licensed label ("correct on the matched item where …") is assigned only from
+    the verdicts of an item and its twins; this record, private like the rest of the
+    oracle, says which pair a case belongs to. The item and each of its twins carry one.
+    """
+
+    label: str
+    """The failure label the pair diagnoses (``taxonomy.TWIN_LABELS``)."""
+    kind: str
+    """``item`` for the diagnostic item itself, else the twin kind (``variants.TWIN_KINDS``)."""
+    parent: str
+    """Case id of the diagnostic item (its own id on the item; same skin on a twin)."""
+    seed: int
+    """Seed of the world the case is rendered from (a twin's is derived from its parent's)."""
+    confused: list[float] = Field(default_factory=list)
+    """Values the confused reading gives on this case (e.g. P(y | x) for confounding neglect)."""
+    order_agrees: bool | None = None
+    """Listing-order pairs: whether every edge is listed parent first in this case."""
+
+
 class PrivateOracle(_Record):
     """What only the scorer sees for one item (seed 003 ``private_oracle``, CONTRACTS §3)."""
 
@@ -173,6 +195,16 @@ class PrivateOracle(_Record):
     """Decision items: expected loss including cost per action."""
     eig_bits: dict[str, float] | None = None
     """Experiment-choice items: expected information gain per experiment."""
+    variant: Variant | None = None
+    """Matched diagnostic pair the case belongs to (twins and their items; absent otherwise)."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_variant(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A record outside any diagnostic pair serializes as it did before pairs existed."""
+        out: dict[str, Any] = handler(self)
+        if out.get("variant", 0) is None:
+            del out["variant"]
+        return out
 
 
 class AgentResponse(_Record):

@@ -14,18 +14,27 @@ taxonomy": each confused agent must show its own label on its failures,
 ``resampled``             answers counterfactuals with fresh noise for descendants
 ``never_abstain``         never says not_identifiable: answers a value on non-ID items
 ``always_abstain``        abstains on every item
+``correlation_as_``       on fork pairs, answers the association P(y | x)
+``causation``
+``confounding_neglect``   on confounded pairs, answers P(y | x) for P(y | do x)
+``reverse_causation``     on chain pairs, answers P(b | a) (on the reversed twin too)
+``collider_bias``         on collider pairs, answers P(y | x, C = c)
+``mediator_misuse``       on mediation pairs, answers Σ_m P(y | x, m) P(m)
+``temporal_order``        on listing-order pairs, orients edges by listing position
+``overconfident``         a wrong value, no confused reading, at confidence 0.95
 ========================  ==================================================
 
 Episode families (records/2, :data:`EPISODE_POLICIES`): ``oracle``,
 ``premature_commitment``, ``experiment_avoidance``, ``costly_irrelevant``,
-``double_count``, ``negative_misread``, ``stale_mechanism`` and
-``omitted_joint_cause``. On a bench holding both record versions, an agent answers
-the records of the other version as the oracle does, so its failures are its own.
+``double_count``, ``negative_misread``, ``stale_mechanism``,
+``omitted_joint_cause`` and ``names_symptom``. On a bench holding both record versions, an
+agent answers the records of the other version as the oracle does, so its failures are its
+own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +45,15 @@ from rungbench.causal.bench.records import (
     EpisodeOracle,
     PrivateOracle,
     PublicCase,
+)
+from rungbench.causal.bench.taxonomy import (
+    COLLIDER_SELECTION,
+    CONFOUNDING_NEGLECT,
+    CORRELATION_AS_CAUSATION,
+    MEDIATOR_MISUSE,
+    REVERSE_CAUSATION,
+    TEMPORAL_ORDER,
+    UNSUPPORTED_CERTAINTY,
 )
 from rungbench.errors import InputError
 
@@ -112,6 +130,61 @@ def _always_abstain(o: PrivateOracle) -> dict[str, Any]:
     return {"status": "abstain"}
 
 
+def _in_pair(o: PrivateOracle, label: str) -> bool:
+    return o.variant is not None and o.variant.label == label
+
+
+def _reads_association(label: str) -> Callable[[PrivateOracle], dict[str, Any]]:
+    """On the cases of ``label``'s diagnostic pairs, answers P(y | x) for P(y | do x)."""
+    def policy(o: PrivateOracle) -> dict[str, Any]:
+        if not _in_pair(o, label):
+            return _oracle_fields(o)
+        return _point(o.confusions.rung1, o)
+    return policy
+
+
+def _adjusts(label: str) -> Callable[[PrivateOracle], dict[str, Any]]:
+    """On ``label``'s pairs, conditions on the collider (adjusts for the mediator) when the
+    case shows one: answers the variant's confused value; without one, P(y | x)."""
+    def policy(o: PrivateOracle) -> dict[str, Any]:
+        if not _in_pair(o, label):
+            return _oracle_fields(o)
+        assert o.variant is not None
+        confused = o.variant.confused
+        return _point(confused[0] if confused else o.confusions.rung1, o)
+    return policy
+
+
+def listing_edges(case: PublicCase, edges: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``edges``' skeleton oriented by the case's listing: earlier-listed variable first."""
+    names = list(case.evidence.payload["joint"]["names"])
+    pos = {n: i for i, n in enumerate(names)}
+    return [(a, b) if pos[a] < pos[b] else (b, a) for a, b in edges]
+
+
+def _temporal_order(o: PrivateOracle, case: PublicCase) -> dict[str, Any]:
+    """On listing-order pairs, orients the true skeleton by the order variables are listed."""
+    if not _in_pair(o, TEMPORAL_ORDER):
+        return _oracle_fields(o)
+    return {"status": "answer", "edges": listing_edges(case, o.true_edges or [])}
+
+
+def away_from(avoid: Sequence[float], tol: float) -> float:
+    """The first of 0, 1, 0.5, 0.25, 0.75 farther than 2·tol from every value in ``avoid``."""
+    return next(x for x in (0.0, 1.0, 0.5, 0.25, 0.75)
+                if all(abs(x - a) > 2 * tol for a in avoid))
+
+
+def _overconfident(o: PrivateOracle) -> dict[str, Any]:
+    """On exact rung-2 items outside any diagnostic pair, a wrong value that is no confused
+    reading (stated, like every answer of this agent, with confidence 0.95)."""
+    if o.item_type != "exact" or o.rung != 2 or o.value is None or o.variant is not None:
+        return _oracle_fields(o)
+    c = o.confusions
+    avoid = [v for v in (o.value, c.rung1, c.rung2_population, c.resampled) if v is not None]
+    return {"status": "answer", "value": away_from(avoid, o.tol)}
+
+
 POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
     "oracle": (_oracle_fields, 1.0),
     "rung1": (_rung1, 0.95),
@@ -119,14 +192,37 @@ POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
     "resampled": (_resampled, 0.95),
     "never_abstain": (_never_abstain, 0.95),
     "always_abstain": (_always_abstain, 0.5),
+    "correlation_as_causation": (_reads_association(CORRELATION_AS_CAUSATION), 0.8),
+    "confounding_neglect": (_reads_association(CONFOUNDING_NEGLECT), 0.8),
+    "reverse_causation": (_reads_association(REVERSE_CAUSATION), 0.8),
+    "collider_bias": (_adjusts(COLLIDER_SELECTION), 0.8),
+    "mediator_misuse": (_adjusts(MEDIATOR_MISUSE), 0.8),
+    "overconfident": (_overconfident, 0.95),
 }
-"""Reference agent name -> (answer policy, stated confidence)."""
+"""Reference agent name -> (answer policy, stated confidence).
+
+The planted twin-label agents (``correlation_as_causation`` …) err only on the cases of
+their own diagnostic pairs (read from the private variant record) and answer as the oracle
+elsewhere, with confidence below the certainty bar, so each failure carries one label."""
+
+CASE_POLICIES: dict[str, tuple[Callable[[PrivateOracle, PublicCase], dict[str, Any]],
+                               float]] = {
+    "temporal_order": (_temporal_order, 0.8),
+}
+"""Reference agents whose answer also reads the public case (its listing order)."""
 
 SIGNATURES: dict[str, str] = {
     "rung1": "observation_intervention_confusion",
     "rung2_population": "intervention_counterfactual_confusion",
     "resampled": "incorrect_noise_reuse",
     "never_abstain": "non_identifiability_ignored",
+    "correlation_as_causation": CORRELATION_AS_CAUSATION,
+    "confounding_neglect": CONFOUNDING_NEGLECT,
+    "reverse_causation": REVERSE_CAUSATION,
+    "collider_bias": COLLIDER_SELECTION,
+    "mediator_misuse": MEDIATOR_MISUSE,
+    "temporal_order": TEMPORAL_ORDER,
+    "overconfident": UNSUPPORTED_CERTAINTY,
 }
 """The failure label each confused reference agent must receive on its wrong items."""
 
@@ -154,8 +250,12 @@ class ReferenceAgent:
         oracle = self.oracles.get(case.case_id)
         if oracle is None:
             raise InputError(f"no oracle record for case {case.case_id!r}", field="case_id")
-        policy, confidence = POLICIES[self.name if self.name in POLICIES else "oracle"]
-        fields = policy(oracle)
+        if self.name in CASE_POLICIES:
+            case_policy, confidence = CASE_POLICIES[self.name]
+            fields = case_policy(oracle, case)
+        else:
+            policy, confidence = POLICIES[self.name if self.name in POLICIES else "oracle"]
+            fields = policy(oracle)
         return AgentResponse(
             case_id=case.case_id,
             arm=f"reference:{self.name}",
@@ -174,8 +274,9 @@ def reference_agent(spec: str, oracles: Mapping[str, PrivateOracle],
     :data:`POLICIES`; with them, the records/2 policies too.
     """
     kind, _, name = spec.partition(":")
-    names = [*POLICIES, *(n for n in EPISODE_POLICIES if n not in POLICIES)] if episode_oracles \
-        else list(POLICIES)
+    plain = [*POLICIES, *CASE_POLICIES]
+    names = [*plain, *(n for n in EPISODE_POLICIES if n not in plain)] if episode_oracles \
+        else plain
     if kind != "reference" or name not in names:
         known = ", ".join(f"reference:{n}" for n in names)
         hint = "" if episode_oracles or name not in EPISODE_POLICIES else \
@@ -277,6 +378,15 @@ def _stale(o: EpisodeOracle) -> dict[str, Any]:
     return episode_oracle_fields(o)
 
 
+def _names_symptom(o: EpisodeOracle) -> dict[str, Any]:
+    """Where the evidence identifies the cause, names a telemetry node downstream of it
+    instead (and still repairs the identified cause): symptom / root-cause confusion."""
+    live, below = o.identified_set or [], o.descendants or []
+    if o.item_type != "diagnosis" or len(live) != 1 or not below:
+        return episode_oracle_fields(o)
+    return {"status": "answer", "label": below[0], "action": _argmin(o.expected_loss or {})}
+
+
 EPISODE_POLICIES: dict[str, tuple[Callable[[EpisodeOracle], dict[str, Any]], float]] = {
     "oracle": (episode_oracle_fields, 1.0),
     "premature_commitment": (_premature, 0.8),
@@ -286,6 +396,7 @@ EPISODE_POLICIES: dict[str, tuple[Callable[[EpisodeOracle], dict[str, Any]], flo
     "stale_mechanism": (_stale, 0.8),
     "experiment_avoidance": (_avoids_experiments, 0.8),
     "omitted_joint_cause": (_omits_joint, 0.8),
+    "names_symptom": (_names_symptom, 0.8),
 }
 """Records/2 reference agent name -> (policy, stated confidence below the certainty bar)."""
 
@@ -297,6 +408,7 @@ EPISODE_SIGNATURES: dict[str, str] = {
     "stale_mechanism": "stale_mechanism",
     "experiment_avoidance": "experiment_avoidance",
     "omitted_joint_cause": "omitted_joint_cause",
+    "names_symptom": "symptom_root_cause_confusion",
 }
 """The label each confused records/2 reference agent must carry on its failures."""
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from rungbench.causal.bench.evaluate import episode_summary
 from rungbench.causal.bench.records import EPISODE_OUTCOMES, OUTCOMES
+from rungbench.causal.bench.taxonomy import ALL_LABELS, PROJECT_EVIDENCE, TAXONOMY
 from rungbench.causal.bench.verified import open_run, run_verdicts
 from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
 
@@ -128,12 +129,28 @@ def calibration(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def failure_label_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """How many failed cases carry each taxonomy label (a case may carry several)."""
-    counts: dict[str, int] = defaultdict(int)
+    """How many failed cases carry each taxonomy label (a case may carry several).
+
+    Every label of :data:`taxonomy.ALL_LABELS` is listed, in its order, with 0 where no case
+    carries it (a zero is a result); a label outside it would follow, sorted.
+    """
+    counts: dict[str, int] = dict.fromkeys(ALL_LABELS, 0)
+    extra: dict[str, int] = defaultdict(int)
     for r in rows:
         for label in r.get("labels", []):
-            counts[label] += 1
-    return dict(sorted(counts.items()))
+            if label in counts:
+                counts[label] += 1
+            else:
+                extra[label] += 1
+    return {**counts, **dict(sorted(extra.items()))}
+
+
+def label_rows(counts: Mapping[str, int]) -> list[tuple[str, str, int]]:
+    """(label, the evidence that licenses it, failed cases) per label, in report order."""
+    evidence = {f.name: f.evidence for f in TAXONOMY}
+    evidence.update(PROJECT_EVIDENCE)
+    order = [*ALL_LABELS, *sorted(k for k in counts if k not in ALL_LABELS)]
+    return [(k, evidence.get(k, "—"), int(counts.get(k, 0))) for k in order]
 
 
 def paired_delta(
@@ -220,8 +237,11 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     for b in cal["bins"]:
         lines.append(f"| [{b['bin'][0]:.1f}, {b['bin'][1]:.1f}] | {b['n']} | "
                      f"{_fmt(b['mean_confidence'])} | {_fmt(b['accuracy'])} |")
-    lines += ["", "## Failure labels", "", "| label | failed cases |", "| --- | --- |"]
-    lines += [f"| {k} | {n} |" for k, n in report["failure_labels"].items()] or ["| — | 0 |"]
+    lines += ["", "## Failure labels", "",
+              "Every label of seed 003's taxonomy, with the evidence that licenses it; a "
+              "failure no licensed mechanism shows is `unexplained`.", "",
+              "| label | evidence that licenses it | failed cases |", "| --- | --- | --- |"]
+    lines += [f"| {k} | {e} | {n} |" for k, e, n in label_rows(report["failure_labels"])]
     if "next_stage" in report:
         lines += _episode_lines(report["next_stage"])
     if "paired" in report:

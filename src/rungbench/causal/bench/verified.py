@@ -71,6 +71,9 @@ RESPONSES = "responses.jsonl"
 RUN_MANIFEST = "run_manifest.json"
 """The run_manifest record of a scored run."""
 
+NONSENSE = "nonsense"
+"""The nonsense skin's name (``skins``): its cases pair with nonsense-skin parents."""
+
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -260,8 +263,33 @@ def bench_cases(bench: SealedDir) -> list[PublicCase]:
 
 
 def bench_oracles(bench: SealedDir) -> dict[str, PrivateOracle]:
-    """The private oracle records of a verified bench, keyed by case id."""
-    return {o.case_id: o for o in bench.records(ORACLE, PrivateOracle)}
+    """The private oracle records of a verified bench, keyed by case id.
+
+    Their diagnostic-pair records are checked too (:func:`check_variants`).
+    """
+    oracles = {o.case_id: o for o in bench.records(ORACLE, PrivateOracle)}
+    check_variants(oracles, str(bench.path(ORACLE)))
+    return oracles
+
+
+def check_variants(oracles: Mapping[str, PrivateOracle], where: str) -> None:
+    """Every diagnostic pair is whole: each variant names a parent case of the bench that is
+    the pair's one ``item`` (its own parent), of the same world cluster and label, and a
+    domain-skin case a domain-skin parent (a nonsense-skin one a nonsense-skin parent)."""
+    for cid, o in oracles.items():
+        v = o.variant
+        if v is None:
+            continue
+        parent = oracles.get(v.parent)
+        pv = parent.variant if parent is not None else None
+        if parent is None or pv is None or pv.kind != "item" or pv.parent != parent.case_id:
+            raise IntegrityError(f"{where}: case {cid!r}: variant parent {v.parent!r} is not a "
+                                 "diagnostic item of this bench")
+        if (v.kind == "item") != (cid == v.parent) or pv.label != v.label \
+                or parent.world_id != o.world_id \
+                or (parent.skin == NONSENSE) != (o.skin == NONSENSE):
+            raise IntegrityError(f"{where}: case {cid!r}: variant does not match its parent "
+                                 f"{v.parent!r} (kind, label, world cluster or skin)")
 
 
 def has_episodes(bench: SealedDir) -> bool:

@@ -17,7 +17,9 @@ comes from :func:`truth` over the in-memory edge list (never from the store or a
 A wrong verdict is localized to the first stage whose output is wrong: stage 1 when the
 SQL disagrees with the edge list, stage 2 when the raw response (read by the independent
 :func:`strict_check.strict_check`) disagrees with the truth, stage 3 when the parse lost or
-changed it, else stage 4 (the scorer). No case is ever dropped.
+changed it, else stage 4 (the scorer). No case is ever dropped. Those localizations give
+two labels of seed 003's failure taxonomy per control case (:func:`failure_label`): graph
+retrieval failure and scorer / harness failure.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from rungbench.causal.bench.taxonomy import GRAPH_RETRIEVAL, SCORER_HARNESS
 from rungbench.causal.instrument.cases import TAGS, Case, World
 from rungbench.causal.instrument.graph_store import Edge, GraphStore, write_store
 from rungbench.causal.instrument.http_contract import Unparseable, parse_response, raw_bytes
@@ -197,6 +200,23 @@ class CaseRun:
         return STAGES[3]
 
 
+def failure_label(r: CaseRun, scorer: str) -> str | None:
+    """The seed 003 taxonomy label a wrong verdict's localization licenses, or None.
+
+    "Graph retrieval failure: edge present in DB, absent from tool output (stage log)" — the
+    miss is localized to the tool response while the store holds the true target. "Scorer /
+    harness failure: stage 2 output correct, stage 4 verdict wrong" — localized to the
+    harness parse or the score, the raw response being right. A store that disagrees with
+    its edge list (stage 1) is no label of the seed's.
+    """
+    stage = r.localize(scorer)
+    if stage == STAGES[1] and r.truth and r.db_present:
+        return GRAPH_RETRIEVAL
+    if stage in (STAGES[2], STAGES[3]):
+        return SCORER_HARNESS
+    return None
+
+
 def _digest(text: str | bytes) -> str:
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()
@@ -331,6 +351,8 @@ def summarize(run: ToolRun, scorer: str, n: int) -> dict[str, Any]:
     outcomes = {c: dict(Counter(r.outcome for r in by_cond[c])) for c in CONDITIONS}
     where = {c: dict(Counter(s for r in by_cond[c] if (s := r.localize(scorer)))) for c in
              INSTRUMENT_ROWS}
+    labelled = {c: dict(Counter(lb for r in by_cond[c] if (lb := failure_label(r, scorer))))
+                for c in INSTRUMENT_ROWS}
     tags: dict[str, dict[str, str]] = {}
     for tag in TAGS:
         row: dict[str, str] = {}
@@ -362,6 +384,7 @@ def summarize(run: ToolRun, scorer: str, n: int) -> dict[str, Any]:
         failures.append(f"{broken} crash/timeout/unparseable outcomes")
     return {"query": run.tool, "scorer": scorer, "n": n, "recovered": recovered,
             "false_accepts": false, "outcomes": outcomes, "misses_localized": where,
+            "failure_labels": labelled,
             "per_tag": tags, "confusion": confusion, "failures": failures,
             "instrument_valid": not failures}
 
