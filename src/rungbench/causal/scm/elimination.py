@@ -343,9 +343,10 @@ def _checked(world_id: str, planned: Sequence[tuple[tuple[str, ...], int]],
              reduced: Sequence[tuple[str, ...]], keep: Sequence[str], budget: int,
              only: Sequence[int] | None, cards: Mapping[str, int]) -> Contraction:
     """:func:`plan_check` on the factors' (scope, entries built) and reduced scopes already
-    computed (``cards``: the number of values of every node, 2 when absent): the order is chosen first, then the largest of the factors' own arrays, the
-    order's tables and the result over ``keep`` is checked against ``budget``, then the
-    einsum steps are compiled (no table is built before the check)."""
+    computed (``cards``: the number of values of every node, 2 when absent): the order is
+    chosen first, then the largest of the factors' own arrays, the order's tables and the
+    result over ``keep`` is checked against ``budget``, then the einsum steps are compiled
+    (no table is built before the check)."""
     scopes = list(reduced) if only is None else [reduced[i] for i in only]
     order = _order_unless_small(scopes, keep, budget, cards)
     worst: tuple[int, Sequence[str]] = (math.prod(cards.get(a, 2) for a in keep), keep)
