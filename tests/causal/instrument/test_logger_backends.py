@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,6 +99,11 @@ def test_sigkill_loses_no_acknowledged_event_on_either_backend(
                 assert pid is not None
                 os.kill(pid, signal.SIGKILL)
     assert 150 < len(acked) < 100_000
+    # the socket closes while the kernel tears the process down, before the pid is gone:
+    # wait for the death itself, as an operator restarting after kill -9 would
+    deadline = time.monotonic() + 10
+    while logger._alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
     with logger.running(config):
         report = verify_store(config.store, anchors_from(acked))
         assert report.ok, report.problems
