@@ -14,18 +14,22 @@ from rungbench.cli import app as root_app
 
 def test_validate_json_prints_one_document_and_exits_zero() -> None:
     """--json prints exactly one JSON document with all_pass true, and exit code 0."""
-    result = CliRunner().invoke(root_app, ["causal", "validate", "--json", "--draws", "20000"])
+    result = CliRunner().invoke(root_app, ["causal", "validate", "--json", "--draws", "20000",
+                                           "--categorical-worlds", "3"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["all_pass"] is True and doc["failures"] == []
     assert [r["check"] for r in doc["rows"]] == [
         "hand cases", "oracle vs independent checker",
-        "back-door adjustment from observed joint", "non-identifiability witnesses"]
+        "back-door adjustment from observed joint", "non-identifiability witnesses",
+        "categorical worlds vs independent checker"]
+    assert doc["rows"][-1]["figures"]["worlds"] == 3
 
 
 def test_validate_table_ends_with_all_pass() -> None:
     """The human table's last line is ALL PASS."""
-    result = CliRunner().invoke(root_app, ["causal", "validate", "--draws", "20000"])
+    result = CliRunner().invoke(root_app, ["causal", "validate", "--draws", "20000",
+                                           "--categorical-worlds", "2"])
     assert result.exit_code == 0, result.output
     assert result.stdout.strip().splitlines()[-1] == "ALL PASS"
 

@@ -2,8 +2,9 @@
 
 ``rungbench causal validate`` prints seed 003's validation table (hand cases,
 oracle vs the independent checker, back-door from the observed table,
-witnesses); the last line is ``ALL PASS`` or the list of failures, and the exit
-code is 0 only when every check passes.
+witnesses, the checker again on categorical generated worlds); the last line
+is ``ALL PASS`` or the list of failures, and the exit code is 0 only when every
+check passes.
 """
 
 from __future__ import annotations
@@ -48,13 +49,14 @@ def verdict_line(report: ValidationReport) -> str:
     return "ALL PASS" if report.all_pass else "FAILED: " + "; ".join(report.failures)
 
 
-def _validate(draws: int, seed: int, as_json: bool) -> ValidationReport:
+def _validate(draws: int, seed: int, categorical_worlds: int,
+              as_json: bool) -> ValidationReport:
     from rungbench.causal.checks.validate import run_validation
 
     if as_json:
-        return run_validation(draws=draws, seed=seed)
+        return run_validation(draws=draws, seed=seed, categorical_worlds=categorical_worlds)
     with console.status("validating the causal oracle…"):
-        return run_validation(draws=draws, seed=seed)
+        return run_validation(draws=draws, seed=seed, categorical_worlds=categorical_worlds)
 
 
 @app.command("validate")
@@ -62,10 +64,14 @@ def validate(
     draws: int = typer.Option(200_000, "--draws", help="Monte Carlo draws per world."),
     seed: int = typer.Option(3, "--seed", min=0, max=SEED_MAX,
                              help="Seed of the validation worlds and draws."),
+    categorical_worlds: int = typer.Option(
+        24, "--categorical-worlds", min=1, max=1000,
+        help="Categorical generated worlds (2-4 named states per variable) the checker "
+             "row covers."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Print the seed's validation table; exit 0 only when every check passes."""
-    report = run(lambda: _validate(draws, seed, as_json), as_json=as_json)
+    report = run(lambda: _validate(draws, seed, categorical_worlds, as_json), as_json=as_json)
     if as_json:
         emit_json(report.to_json())
     else:

@@ -13,10 +13,14 @@ import pytest
 
 from rungbench.causal.checks.mc_check import check_queries
 from rungbench.causal.checks.validate import (
+    categorical_queries,
+    categorical_validation_worlds,
     check_adjustment,
     check_against_checker,
+    check_categorical_against_checker,
     check_hand_cases,
     check_witnesses,
+    compare_categorical_with_checker,
     compare_with_checker,
     evaluate_hand_case,
     load_hand_cases,
@@ -24,7 +28,7 @@ from rungbench.causal.checks.validate import (
     z_score,
 )
 from rungbench.causal.scm import oracle
-from rungbench.causal.scm.world import Query, World
+from rungbench.causal.scm.world import Query, World, check_query
 from rungbench.errors import InputError
 
 
@@ -175,3 +179,58 @@ def test_checker_is_independent_and_draws_200k_by_default() -> None:
                                             "dataclasses", "typing", "numpy", "numpy.typing"}
     for fn in (mc_check.check_queries, mc_check.check_query, run_validation):
         assert inspect.signature(fn).parameters["draws"].default == 200_000
+
+
+def test_categorical_worlds_agree_with_the_checker() -> None:
+    """On 4 categorical worlds (2-4 states) the checker (20k draws) stays within 5σ of the
+    oracle at rungs 1, 2 and 3, and the row says how many worlds and queries it checked."""
+    row = check_categorical_against_checker(check_queries, draws=20_000, seed=5, n_worlds=4)
+    assert row.passed, row.result
+    assert row.figures["worlds"] == 4 and int(row.figures["queries"]) >= 20
+    assert all(int(row.figures[f"rung{r}"]) > 0 for r in (1, 2, 3))
+    assert row.result.startswith(f"4 categorical worlds, {row.figures['queries']} queries")
+
+
+def test_a_perturbed_oracle_value_on_a_categorical_world_is_caught() -> None:
+    """Moving ONE oracle value of one categorical world by 0.05 raises a 5σ alarm on exactly
+    that query and fails the row."""
+    worlds = categorical_validation_worlds(5, 4)
+    target = worlds[2][0].world_id
+    perturbed: list[Query] = []
+
+    def exact(world: World, query: Query) -> float:
+        value = oracle.probability(world, query)
+        if world.world_id == target and query.rung == 3 and not perturbed:
+            perturbed.append(query)
+            return value + 0.05 if value < 0.5 else value - 0.05
+        return value
+
+    comparisons = compare_categorical_with_checker(check_queries, draws=200_000, seed=5,
+                                                   n_worlds=4, exact=exact)
+    alarms = [c for c in comparisons if abs(c.z) > 5.0]
+    assert [(c.world_id, c.query) for c in alarms] == [(target, perturbed[0])]
+    row = check_categorical_against_checker(check_queries, draws=20_000, seed=5, n_worlds=4,
+                                            exact=lambda w, q: min(1.0, oracle.probability(
+                                                w, q) + 0.05))
+    assert not row.passed and int(row.figures["alarms"]) > 0
+
+
+def test_categorical_queries_use_every_state_range() -> None:
+    """The categorical worlds have named states and their queries take values beyond 0 and 1
+    (a binary-only query drawer would never ask about state 2 or 3)."""
+    worlds = categorical_validation_worlds(3, 8)
+    assert all(not w.is_binary and w.state_names() for w, _, _ in worlds)
+    rng = np.random.default_rng(0)
+    values = {v for w, x, y in worlds for q in categorical_queries(w, x, y, rng)
+              for part in (q.target, q.do, q.evidence) for v in part.values()}
+    assert values >= {0, 1, 2}
+    for w, x, y in worlds:
+        for q in categorical_queries(w, x, y, rng):
+            check_query(w, q)
+
+
+def test_categorical_world_count_must_be_positive() -> None:
+    """Asking for zero categorical worlds is an InputError naming categorical_worlds."""
+    with pytest.raises(InputError) as info:
+        categorical_validation_worlds(3, 0)
+    assert info.value.field == "categorical_worlds"

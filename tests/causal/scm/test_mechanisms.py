@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -68,3 +70,38 @@ def test_random_mixture_caps_tables_at_the_number_of_functions() -> None:
     assert len(mech.random_mixture(0, rng, n_tables=5)) == 2
     assert len(mech.random_mixture(1, rng, n_tables=4)) == 4
     assert len(mech.random_mixture(1, rng, n_tables=9)) == 4
+
+
+def test_random_categorical_mixture_rows_sum_to_one_with_a_leak_floor() -> None:
+    """A generated 4-state mechanism over parents of 3 and 2 states has 6 rows, each a
+    distribution over 4 values in which every state has at least leak / k probability."""
+    rng = np.random.default_rng(0)
+    responses = mech.random_categorical_mixture([3, 2], 4, rng)
+    v = Variable("V", ("A", "B"), responses, states=("a", "b", "c", "d"))
+    object.__setattr__(v, "_parent_cards", (3, 2))
+    cpd = v.cpd()
+    assert cpd.shape == (4, 6)
+    assert np.allclose(cpd.sum(axis=0), 1.0, atol=1e-12)
+    assert float(cpd.min()) >= mech.CATEGORICAL_LEAK / 4 - 1e-12
+    assert all(len(r.table) == 6 and set(r.table) <= {0, 1, 2, 3} for r in responses)
+
+
+def test_categorical_root_reproduces_its_probabilities() -> None:
+    """categorical_root gives V = s with exactly the listed probability, one table per state."""
+    responses = mech.categorical_root([0.5, 0.25, 0.25])
+    assert [(r.p, r.table) for r in responses] == [(0.5, (0,)), (0.25, (1,)), (0.25, (2,))]
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: mech.categorical_root([1.0]), "states"),
+    (lambda: mech.categorical_root([0.5, 0.6]), "probabilities"),
+    (lambda: mech.random_categorical_mixture([2], 65, np.random.default_rng(0)), "states"),
+    (lambda: mech.random_categorical_mixture([1], 3, np.random.default_rng(0)),
+     "parent_cards[0]"),
+])
+def test_bad_categorical_mechanism_is_an_input_error(call: Any, field: str) -> None:
+    """One state, probabilities not summing to 1, 65 states or a one-state parent are refused,
+    naming the field."""
+    with pytest.raises(InputError) as info:
+        call()
+    assert info.value.field == field

@@ -10,7 +10,11 @@ Four checks, each a row of the seed's table:
 3. back-door (and front-door) estimates from the observed table alone vs the
    do-oracle, max |difference| ≤ 1e-12 on ≥ 80 queries;
 4. non-identifiability witnesses on 40 latent-confounded worlds: ≥ 34 with a gap
-   above 0.02 and a median gap ≥ 0.10.
+   above 0.02 and a median gap ≥ 0.10;
+5. oracle vs the same checker on categorical generated worlds (random 6-node DAGs whose
+   variables have 2 to 4 named states, `random_dag.categorical_world`; 24 by default,
+   half with latents), seven queries per world over all rungs, the same |z| > 5 alarm.
+   Rung 3 is read off the SCM's own structural equations (no CPT coupling).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from rungbench.causal.scm.identify import (
 )
 from rungbench.causal.scm.joint import observed_joint
 from rungbench.causal.scm.motifs import Motif, latent_confounded, motif_catalogue
-from rungbench.causal.scm.random_dag import DagSpec, random_world
+from rungbench.causal.scm.random_dag import DagSpec, StateRange, categorical_world, random_world
 from rungbench.causal.scm.witness import WITNESS_TOL, build_witness
 from rungbench.causal.scm.world import Query, World
 from rungbench.errors import InputError
@@ -63,6 +67,12 @@ MIN_WITNESS_PASS = 34
 
 MIN_MEDIAN_GAP = 0.10
 """Required median witness gap (seed 003: the default 0.041 was too weak)."""
+
+N_CATEGORICAL_WORLDS = 24
+"""Categorical generated worlds the full validation checks (row 5)."""
+
+CATEGORICAL_STATES: StateRange = (2, 4)
+"""Fewest and most states of a variable of the categorical validation worlds."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +301,107 @@ def check_against_checker(check_queries: CheckerFn, *, draws: int = 200_000,
     )
 
 
+# --------------------------------------------- categorical worlds vs the checker
+
+
+def categorical_validation_worlds(seed: int = 3, n_worlds: int = N_CATEGORICAL_WORLDS
+                                  ) -> list[tuple[World, str, str]]:
+    """``n_worlds`` random 6-node categorical DAGs (odd ones with latents), each with the
+    (treatment, outcome) its queries ask about; drawn from their own stream (``seed + 2000``),
+    so the binary rows' worlds do not depend on ``n_worlds``."""
+    if n_worlds < 1:
+        raise InputError(f"categorical worlds must be >= 1, got {n_worlds}",
+                         field="categorical_worlds")
+    rng = np.random.default_rng(seed + 2000)
+    out = []
+    for k in range(n_worlds):
+        spec = DagSpec(6, 0.45, latent_fraction=0.34 if k % 2 else 0.0)
+        w = categorical_world(spec, rng, f"vc{k:04d}", states=CATEGORICAL_STATES)
+        obs = w.observed_names
+        out.append((w, obs[1], obs[-1]))
+    return out
+
+
+def _two_values(k: int, rng: np.random.Generator) -> tuple[int, int]:
+    """Two different values of a ``k``-state variable, uniformly."""
+    a = int(rng.integers(0, k))
+    return a, (a + 1 + int(rng.integers(0, k - 1))) % k
+
+
+def categorical_queries(world: World, x: str, y: str, rng: np.random.Generator) -> list[Query]:
+    """Seven queries over all three rungs with values drawn over each variable's states (the
+    categorical twin of :func:`candidate_queries`; rung 3 asks about other values of X and Y
+    than the factual ones)."""
+    others = [n for n in world.observed_names if n not in (x, y)]
+    z = str(rng.choice(others)) if others else None
+    extra = {z: int(rng.integers(0, world.card(z)))} if z else {}
+    xv, xw = _two_values(world.card(x), rng)
+    yv, yw = _two_values(world.card(y), rng)
+    top = world.card(y) - 1
+    return [
+        Query(1, {y: top}, {}, {x: xv}),
+        Query(1, {y: yv}, {}, {x: xw, **extra}),
+        Query(2, {y: top}, {x: xv}, {}),
+        Query(2, {y: yv}, {x: xw}, dict(extra)),
+        Query(3, {y: yw}, {x: xw}, {x: xv, y: yv}),
+        Query(3, {y: yv}, {x: xv}, {x: xw, y: yw}),
+        Query(3, {y: top}, {x: xw}, {x: xv, **extra}),
+    ]
+
+
+ExactFn = Callable[[World, Query], float]
+"""The exact answer the checker is compared with (the oracle's ``probability``)."""
+
+
+def compare_categorical_with_checker(check_queries: CheckerFn, *, draws: int = 200_000,
+                                     seed: int = 3, n_worlds: int = N_CATEGORICAL_WORLDS,
+                                     exact: ExactFn = oracle.probability,
+                                     min_evidence: float = 0.01) -> list[CheckerComparison]:
+    """Run the checker on the categorical validation worlds; pair each estimate with
+    ``exact`` (the oracle unless a test perturbs it)."""
+    rng = np.random.default_rng(seed + 3000)
+    out = []
+    for world, x, y in categorical_validation_worlds(seed, n_worlds):
+        queries = [q for q in categorical_queries(world, x, y, rng)
+                   if _evidence_mass(world, q) >= min_evidence]
+        world_json = world.to_json(seed=int(rng.integers(2**31)))
+        estimates = check_queries(world_json, [q.to_json() for q in queries], draws=draws,
+                                  rng=np.random.default_rng(int(rng.integers(2**31))))
+        for q, est in zip(queries, estimates, strict=True):
+            value = exact(world, q)
+            out.append(CheckerComparison(world.world_id, q, value, float(est.p),
+                                         int(est.n_accepted),
+                                         z_score(value, float(est.p), int(est.n_accepted))))
+    return out
+
+
+def check_categorical_against_checker(check_queries: CheckerFn, *, draws: int = 200_000,
+                                      seed: int = 3, n_worlds: int = N_CATEGORICAL_WORLDS,
+                                      exact: ExactFn = oracle.probability) -> CheckRow:
+    """Row 5: oracle vs the independent Monte Carlo checker on categorical generated worlds."""
+    rows = compare_categorical_with_checker(check_queries, draws=draws, seed=seed,
+                                            n_worlds=n_worlds, exact=exact)
+    zs = np.array([abs(r.z) for r in rows])
+    alarms = int(np.sum(zs > Z_ALARM))
+    worlds = len({r.world_id for r in rows})
+    rungs = {q: sum(1 for r in rows if r.query.rung == q) for q in (1, 2, 3)}
+    max_z = float(zs.max()) if len(zs) else math.inf
+    lo, hi = CATEGORICAL_STATES
+    return CheckRow(
+        "categorical worlds vs independent checker",
+        f"the same checker and alarm, {draws:,} draws, on random 6-node DAGs with {lo}-{hi} "
+        "named states per variable (half with latents); structural equations "
+        "V := t_U(parents), so rung 3 needs no coupling",
+        f"{worlds} categorical worlds, {len(rows)} queries (rung 1/2/3: "
+        f"{rungs[1]}/{rungs[2]}/{rungs[3]}); max |z| = {max_z:.2f}, {alarms} beyond the "
+        f"{Z_ALARM:g}σ alarm",
+        alarms == 0 and worlds == n_worlds and all(rungs[q] > 0 for q in (1, 2, 3)),
+        {"queries": len(rows), "worlds": worlds, "max_abs_z": round(max_z, 3),
+         "alarms": alarms, "rung1": rungs[1], "rung2": rungs[2], "rung3": rungs[3],
+         "min_states": lo, "max_states": hi},
+    )
+
+
 # ------------------------------------------------------------------ back-door
 
 
@@ -372,8 +483,10 @@ def check_witnesses(seed: int = 3) -> CheckRow:
 
 
 def run_validation(*, draws: int = 200_000, seed: int = 3,
-                   check_queries: CheckerFn | None = None) -> ValidationReport:
-    """Run all four checks; the checker defaults to `rungbench.causal.checks.mc_check`."""
+                   check_queries: CheckerFn | None = None,
+                   categorical_worlds: int = N_CATEGORICAL_WORLDS) -> ValidationReport:
+    """Run all five checks; the checker defaults to `rungbench.causal.checks.mc_check`;
+    ``categorical_worlds`` sizes row 5."""
     start = time.perf_counter()
     if check_queries is None:
         from rungbench.causal.checks.mc_check import check_queries as default_checker
@@ -384,5 +497,7 @@ def run_validation(*, draws: int = 200_000, seed: int = 3,
         check_against_checker(check_queries, draws=draws, seed=seed),
         check_adjustment(seed),
         check_witnesses(seed),
+        check_categorical_against_checker(check_queries, draws=draws, seed=seed,
+                                          n_worlds=categorical_worlds),
     )
     return ValidationReport(rows, time.perf_counter() - start)

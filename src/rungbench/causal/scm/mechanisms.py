@@ -5,16 +5,24 @@ mixture of response tables), AND-interaction with failure noise, and random
 response mixtures. Each builder returns the `Response` tuple of one variable;
 identical tables are merged and zero-probability tables dropped, so the
 enumeration oracle only visits response functions that can occur.
+
+Variables of more than two states (`rungbench.world/2`, docs/CONTRACTS.md §1) get the
+same kind of mechanism: :func:`categorical_root` and :func:`random_categorical_mixture`
+are structural equations V := t_{U_V}(parents), the exogenous U_V picking one table t
+over the values 0..k-1, so rung 3 is fixed by the SCM itself (no CPT coupling is
+chosen). A leak (U_V picks a constant table) gives every state positive probability in
+every parent row, so no adjustment formula meets a zero-probability stratum.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from rungbench.causal.scm.world import Response
+from rungbench.causal.scm.world import MAX_STATES, Response
 from rungbench.errors import InputError
 
 
@@ -107,3 +115,61 @@ def random_mixture(k: int, rng: np.random.Generator, *, n_tables: int = 3,
     weights = np.maximum(weights, 1e-3)
     weights = weights / weights.sum()
     return _mixture(list(zip((float(w) for w in weights), sorted(tables), strict=True)))
+
+
+CATEGORICAL_LEAK = 0.1
+"""Total weight of the constant tables in a generated categorical mechanism: every state
+has probability at least ``CATEGORICAL_LEAK / k`` in every parent row."""
+
+
+def _check_states(k: int) -> None:
+    if not 2 <= k <= MAX_STATES:
+        raise InputError(f"a variable has 2..{MAX_STATES} states, got {k!r}", field="states")
+
+
+def categorical_root(probabilities: Sequence[float]) -> tuple[Response, ...]:
+    """A root of ``len(probabilities)`` states: V = s with probability ``probabilities[s]``."""
+    _check_states(len(probabilities))
+    for s, p in enumerate(probabilities):
+        _check_prob(p, f"probabilities[{s}]")
+    total = math.fsum(probabilities)
+    if abs(total - 1.0) > 1e-9:
+        raise InputError(f"state probabilities sum to {total!r}, not 1", field="probabilities")
+    return _mixture([(p, (s,)) for s, p in enumerate(probabilities)])
+
+
+def random_categorical_root(k: int, rng: np.random.Generator, *,
+                            leak: float = CATEGORICAL_LEAK) -> tuple[Response, ...]:
+    """A ``k``-state root with Dirichlet(1) probabilities mixed with ``leak`` of the uniform."""
+    _check_states(k)
+    _check_prob(leak, "leak")
+    probs = (1.0 - leak) * rng.dirichlet(np.ones(k)) + leak / k
+    return categorical_root([float(p) for p in probs / probs.sum()])
+
+
+def random_categorical_mixture(parent_cards: Sequence[int], k: int, rng: np.random.Generator,
+                               *, n_tables: int = 3, concentration: float = 1.0,
+                               leak: float = CATEGORICAL_LEAK) -> tuple[Response, ...]:
+    """V := t_{U_V}(parents) over ``k`` states: ``n_tables`` distinct random tables with
+    Dirichlet(concentration) weights sharing ``1 - leak``, and the k constant tables sharing
+    ``leak`` equally (the categorical :func:`random_mixture` with a leak).
+
+    Rows follow CONTRACTS §1: the first parent is the least significant digit, its
+    stride 1, the next parent's stride the first parent's number of states, and so on.
+    """
+    _check_states(k)
+    _check_prob(leak, "leak")
+    for i, c in enumerate(parent_cards):
+        if not 2 <= c <= MAX_STATES:
+            raise InputError(f"a parent has 2..{MAX_STATES} states, got {c!r}",
+                             field=f"parent_cards[{i}]")
+    width = math.prod(parent_cards)
+    n_tables = min(n_tables, k**width)
+    tables: set[tuple[int, ...]] = set()
+    while len(tables) < n_tables:
+        tables.add(tuple(int(v) for v in rng.integers(0, k, size=width)))
+    weights = np.maximum(rng.dirichlet(np.full(n_tables, concentration)), 1e-3)
+    weights = (1.0 - leak) * weights / weights.sum()
+    constants = [(leak / k, (s,) * width) for s in range(k)]
+    return _mixture([*zip((float(w) for w in weights), sorted(tables), strict=True),
+                     *constants])

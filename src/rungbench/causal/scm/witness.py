@@ -30,6 +30,7 @@ import numpy as np
 
 from rungbench.causal.scm import mechanisms as mech
 from rungbench.causal.scm import oracle
+from rungbench.causal.scm.cpts import comonotone_categorical
 from rungbench.causal.scm.joint import (
     ObservedDistribution,
     ObservedJoint,
@@ -136,15 +137,25 @@ def threshold_responses(p_one: np.ndarray) -> tuple[Response, ...]:
 
 def saturated_world(world: World, joint: ObservedDistribution,
                     parents: dict[str, tuple[str, ...]]) -> World:
-    """The latent-free SCM with the given parents and CPDs read off ``joint``."""
+    """The latent-free SCM with the given parents and CPDs read off ``joint``.
+
+    A binary V gets the threshold coupling of :func:`threshold_responses`; a V of more
+    states the comonotone one of `cpts.comonotone_categorical` (the same coupling, and
+    its states). The coupling is free: a witness answers a rung-2 query."""
     variables = []
     for v in world.observed_names:
-        ps = parents[v]
+        ps, var = parents[v], world.var(v)
         t = joint.marginal([v, *reversed(ps)])  # C-order rows: first parent is the LSB
-        flat = t.reshape(2, -1)
+        flat = t.reshape(var.card, -1)
         denom = flat.sum(axis=0)
-        p_one = np.where(denom > 0.0, flat[1] / np.where(denom > 0.0, denom, 1.0), 0.5)
-        variables.append(Variable(v, ps, threshold_responses(p_one), True))
+        safe = np.where(denom > 0.0, denom, 1.0)
+        if var.card == 2:
+            p_one = np.where(denom > 0.0, flat[1] / safe, 0.5)
+            responses = threshold_responses(p_one)
+        else:
+            rows = np.where(denom > 0.0, flat / safe, 1.0 / var.card).T
+            responses = comonotone_categorical(rows.tolist())
+        variables.append(Variable(v, ps, responses, True, var.states))
     return World(f"{world.world_id}-witness", tuple(variables))
 
 
