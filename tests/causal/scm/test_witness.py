@@ -148,3 +148,35 @@ def test_witness_that_moves_the_joint_by_1e_6_is_refused(monkeypatch: pytest.Mon
     m = latent_confounded(np.random.default_rng(0), "l")
     with pytest.raises(IntegrityError, match="changes the observed joint"):
         build_witness(m.world, "X", "Y")
+
+
+def _categorical_latent_confounded() -> World:
+    """L (3 states, latent) -> X (3 states), L -> Y (4 states), X -> Y; X copies L with
+    probability 0.8 and Y follows L more than X, so the confounding is strong."""
+    lat, xs, ys = ("l0", "l1", "l2"), ("x0", "x1", "x2"), ("y0", "y1", "y2", "y3")
+    x_resp = mech._mixture([(0.8, (0, 1, 2)), (0.1, (0, 0, 0)), (0.1, (2, 2, 2))])
+    # Y's rows: x + 3 lv; Y = lv plus one when x = 2, else lv (a structural equation) w.p. 0.85
+    y_table = tuple(min(3, lv + int(x == 2)) for lv in range(3) for x in range(3))
+    y_resp = mech._mixture([(0.85, y_table), (0.15, (3,) * 9)])
+    return World("cat-latent", (
+        Variable("L", (), mech.categorical_root([0.3, 0.3, 0.4]), False, lat),
+        Variable("X", ("L",), x_resp, True, xs),
+        Variable("Y", ("X", "L"), y_resp, True, ys)))
+
+
+def test_categorical_witness_keeps_the_joint_and_the_states() -> None:
+    """On a categorical latent-confounded world the witness is latent-free, keeps every
+    variable's named states, reproduces P(X, Y) to 1e-12, answers P(y | x) and differs from
+    the true P(y | do x) by more than the tolerance."""
+    world = _categorical_latent_confounded()
+    w = build_witness(world, "X", "Y", x_val=2, y_val=3)
+    assert w is not None
+    assert w.world.latent_names == () and w.world.state_names() == {
+        "X": ("x0", "x1", "x2"), "Y": ("y0", "y1", "y2", "y3")}
+    assert np.max(np.abs(observed_joint(w.world).table - observed_joint(world).table)) < 1e-12
+    assert w.witness_value == pytest.approx(
+        oracle.probability(world, Query(1, {"Y": 3}, {}, {"X": 2})), abs=1e-12)
+    assert w.true_value == pytest.approx(
+        oracle.probability(world, Query(2, {"Y": 3}, {"X": 2}, {})), abs=1e-12)
+    assert w.gap > WITNESS_TOL
+    assert identify(world, "X", "Y", x_val=2, y_val=3).verdict == "not_identifiable"
