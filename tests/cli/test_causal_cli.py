@@ -22,8 +22,9 @@ def test_validate_json_prints_one_document_and_exits_zero() -> None:
     assert [r["check"] for r in doc["rows"]] == [
         "hand cases", "oracle vs independent checker",
         "back-door adjustment from observed joint", "non-identifiability witnesses",
-        "categorical worlds vs independent checker"]
-    assert doc["rows"][-1]["figures"]["worlds"] == 3
+        "categorical worlds vs independent checker", "categorical back-door adjustment",
+        "categorical non-identifiability witnesses"]
+    assert doc["rows"][4]["figures"]["worlds"] == 3
 
 
 def test_validate_table_ends_with_all_pass() -> None:

@@ -65,7 +65,7 @@ def validate(
     seed: int = typer.Option(3, "--seed", min=0, max=SEED_MAX,
                              help="Seed of the validation worlds and draws."),
     categorical_worlds: int = typer.Option(
-        24, "--categorical-worlds", min=1, max=1000,
+        48, "--categorical-worlds", min=1, max=1000,
         help="Categorical generated worlds (2-4 named states per variable) the checker "
              "row covers."),
     as_json: bool = JSON_OPTION,

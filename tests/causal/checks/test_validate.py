@@ -17,7 +17,9 @@ from rungbench.causal.checks.validate import (
     categorical_validation_worlds,
     check_adjustment,
     check_against_checker,
+    check_categorical_adjustment,
     check_categorical_against_checker,
+    check_categorical_witnesses,
     check_hand_cases,
     check_witnesses,
     compare_categorical_with_checker,
@@ -234,3 +236,30 @@ def test_categorical_world_count_must_be_positive() -> None:
     with pytest.raises(InputError) as info:
         categorical_validation_worlds(3, 0)
     assert info.value.field == "categorical_worlds"
+
+
+def test_categorical_adjustment_and_witness_rows_pass() -> None:
+    """On 3 categorical worlds every identified effect, over every value of X, equals the
+    do-oracle to 1e-12; categorical witnesses meet row 4's bar (>= 34/40 above 0.02,
+    median >= 0.10)."""
+    adj = check_categorical_adjustment(seed=3, n_worlds=3)
+    assert adj.passed, adj.result
+    assert int(adj.figures["backdoor_queries"]) >= 20
+    assert float(adj.figures["backdoor_max_diff"]) <= 1e-12
+    wit = check_categorical_witnesses()
+    assert wit.passed, wit.result
+    assert wit.figures["worlds"] == 40 and int(wit.figures["above_tol"]) >= 34
+    assert float(wit.figures["median_gap"]) >= 0.10
+
+
+def test_cli_default_size_is_the_full_categorical_validation() -> None:
+    """`causal validate` checks N_CATEGORICAL_WORLDS categorical worlds unless told fewer."""
+    import inspect
+
+    from rungbench.causal.checks.validate import N_CATEGORICAL_WORLDS, run_validation
+    from rungbench.cli.causal import validate
+
+    option = inspect.signature(validate).parameters["categorical_worlds"].default
+    assert option.default == N_CATEGORICAL_WORLDS == 48
+    assert inspect.signature(run_validation).parameters[
+        "categorical_worlds"].default == N_CATEGORICAL_WORLDS

@@ -105,3 +105,19 @@ def test_bad_categorical_mechanism_is_an_input_error(call: Any, field: str) -> N
     with pytest.raises(InputError) as info:
         call()
     assert info.value.field == field
+
+
+def test_categorical_links_decide_in_order_and_leak_uniformly() -> None:
+    """Two links of strengths 0.6 and 0.5 over 3 states: the first decides w.p. 0.6, the
+    second w.p. 0.4 * 0.5 = 0.2, and each of the 3 leak states gets 0.2 / 3."""
+    responses = mech.categorical_links([((0, 2), 0.6), ((1, 1), 0.5)], 3, 2)
+    v = Variable("V", ("A",), responses, states=("a", "b", "c"))
+    assert v.cpd()[:, 0].tolist() == pytest.approx([0.6 + 0.2 / 3, 0.2 + 0.2 / 3, 0.2 / 3])
+    assert v.cpd()[:, 1].tolist() == pytest.approx([0.2 / 3, 0.2 + 0.2 / 3, 0.6 + 0.2 / 3])
+
+
+def test_categorical_link_table_out_of_range_is_refused() -> None:
+    """A link table with a value outside 0..k-1 is an InputError naming that source."""
+    with pytest.raises(InputError) as info:
+        mech.categorical_links([((0, 3), 0.5)], 3, 2)
+    assert info.value.field == "sources[0].table"

@@ -98,3 +98,34 @@ def test_unknown_motif_is_an_input_error() -> None:
     with pytest.raises(InputError) as info:
         build_motif("diamond", np.random.default_rng(0), "d")
     assert info.value.field == "motif"
+
+
+def test_categorical_latent_confounded_world() -> None:
+    """The categorical latent-confounded motif: L latent, X and Y observed, each of 2-4
+    states named s0…; edges L→X, L→Y, X→Y; identify refuses a value with a witness."""
+    from rungbench.causal.scm.identify import identify
+    from rungbench.causal.scm.motifs import categorical_latent_confounded
+
+    rng = np.random.default_rng(8)
+    cards: set[int] = set()
+    for i in range(10):
+        m = categorical_latent_confounded(rng, f"cl{i}")
+        w = m.world
+        assert (m.treatment, m.outcome) == ("X", "Y") and w.latent_names == ("L",)
+        assert sorted(w.edges()) == [("L", "X"), ("L", "Y"), ("X", "Y")]
+        for v in w.variables:
+            assert 2 <= v.card <= 4 and v.states == tuple(f"s{s}" for s in range(v.card))
+            assert np.allclose(v.cpd().sum(axis=0), 1.0, atol=1e-12)
+            cards.add(v.card)
+        result = identify(w, "X", "Y", x_val=w.card("X") - 1, y_val=w.card("Y") - 1)
+        assert result.verdict == "not_identifiable" and result.estimate is None
+    assert cards == {2, 3, 4}
+
+
+def test_categorical_motif_bad_state_range_is_an_input_error() -> None:
+    """A state range below 2 is an InputError on ``states``."""
+    from rungbench.causal.scm.motifs import categorical_latent_confounded
+
+    with pytest.raises(InputError) as info:
+        categorical_latent_confounded(np.random.default_rng(0), "bad", states=(1, 3))
+    assert info.value.field == "states"

@@ -12,9 +12,13 @@ Four checks, each a row of the seed's table:
 4. non-identifiability witnesses on 40 latent-confounded worlds: ≥ 34 with a gap
    above 0.02 and a median gap ≥ 0.10;
 5. oracle vs the same checker on categorical generated worlds (random 6-node DAGs whose
-   variables have 2 to 4 named states, `random_dag.categorical_world`; 24 by default,
+   variables have 2 to 4 named states, `random_dag.categorical_world`; 48 by default,
    half with latents), seven queries per world over all rungs, the same |z| > 5 alarm.
-   Rung 3 is read off the SCM's own structural equations (no CPT coupling).
+   Rung 3 is read off the SCM's own structural equations (no CPT coupling);
+6. back-door (and front-door) estimates vs the do-oracle on those categorical worlds, for
+   every value of X, max |difference| ≤ 1e-12;
+7. witnesses on 40 categorical latent-confounded worlds
+   (`motifs.categorical_latent_confounded`), the bar of row 4.
 """
 
 from __future__ import annotations
@@ -38,7 +42,12 @@ from rungbench.causal.scm.identify import (
     frontdoor_estimate,
 )
 from rungbench.causal.scm.joint import observed_joint
-from rungbench.causal.scm.motifs import Motif, latent_confounded, motif_catalogue
+from rungbench.causal.scm.motifs import (
+    Motif,
+    categorical_latent_confounded,
+    latent_confounded,
+    motif_catalogue,
+)
 from rungbench.causal.scm.random_dag import DagSpec, StateRange, categorical_world, random_world
 from rungbench.causal.scm.witness import WITNESS_TOL, build_witness
 from rungbench.causal.scm.world import Query, World
@@ -68,7 +77,7 @@ MIN_WITNESS_PASS = 34
 MIN_MEDIAN_GAP = 0.10
 """Required median witness gap (seed 003: the default 0.041 was too weak)."""
 
-N_CATEGORICAL_WORLDS = 24
+N_CATEGORICAL_WORLDS = 48
 """Categorical generated worlds the full validation checks (row 5)."""
 
 CATEGORICAL_STATES: StateRange = (2, 4)
@@ -482,11 +491,90 @@ def check_witnesses(seed: int = 3) -> CheckRow:
     )
 
 
+# ----------------------------------- categorical adjustment and witnesses
+
+
+def categorical_adjustment_differences(seed: int = 3, n_worlds: int = N_CATEGORICAL_WORLDS
+                                       ) -> tuple[list[float], list[float]]:
+    """|estimate - do-oracle| for every back-door and front-door identified P(Y=top |
+    do(X=x)) on the categorical validation worlds: every ordered observed pair (X, Y) with Y
+    a descendant of X, every value x of X, Y's last state."""
+    back, front = [], []
+    for world, _, _ in categorical_validation_worlds(seed, n_worlds):
+        joint = observed_joint(world)
+        for x in world.observed_names:
+            for y in sorted(world.descendants([x]) & set(world.observed_names) - {x}):
+                z = find_backdoor_set(world, x, y)
+                m = find_frontdoor_set(world, x, y) if z is None else None
+                top = world.card(y) - 1
+                for xv in range(world.card(x)):
+                    truth = oracle.probability(world, Query(2, {y: top}, {x: xv}, {}))
+                    if z is not None:
+                        est = backdoor_estimate(joint, x, y, z, xv, top)
+                        if est is not None:
+                            back.append(abs(est - truth))
+                    elif m is not None:
+                        est = frontdoor_estimate(joint, x, y, m, xv, top)
+                        if est is not None:
+                            front.append(abs(est - truth))
+    return back, front
+
+
+def check_categorical_adjustment(seed: int = 3, n_worlds: int = N_CATEGORICAL_WORLDS
+                                 ) -> CheckRow:
+    """Row 6: adjustment from the observed table vs the do-oracle on categorical worlds."""
+    back, front = categorical_adjustment_differences(seed, n_worlds)
+    max_back = max(back) if back else math.inf
+    max_front = max(front) if front else 0.0
+    return CheckRow(
+        "categorical back-door adjustment",
+        "as row 3, on the categorical worlds of the checker row, every value of X",
+        f"{len(back)} back-door queries, max difference {max_back:.1e}; "
+        f"{len(front)} front-door queries, max difference {max_front:.1e}",
+        max_back <= ADJUSTMENT_TOL and max_front <= ADJUSTMENT_TOL,
+        {"backdoor_queries": len(back), "backdoor_max_diff": max_back,
+         "frontdoor_queries": len(front), "frontdoor_max_diff": max_front},
+    )
+
+
+def categorical_witness_gaps(seed: int = 3) -> list[float]:
+    """Witness gaps for P(Y=last | do(X=last)) on `N_WITNESS_WORLDS` categorical
+    latent-confounded worlds (no filtering by gap)."""
+    rng = np.random.default_rng(seed + 4000)
+    gaps = []
+    for i in range(N_WITNESS_WORLDS):
+        m = categorical_latent_confounded(rng, f"vcw{i:04d}", states=CATEGORICAL_STATES)
+        world = m.world
+        w = build_witness(world, m.treatment, m.outcome, x_val=world.card(m.treatment) - 1,
+                          y_val=world.card(m.outcome) - 1)
+        if w is None:
+            raise InputError(f"no witness for {world.world_id}", field="witness")
+        gaps.append(w.gap)
+    return gaps
+
+
+def check_categorical_witnesses(seed: int = 3) -> CheckRow:
+    """Row 7: categorical witnesses with the same observed joint differ in P(y | do x)."""
+    gaps = categorical_witness_gaps(seed)
+    above = sum(g > WITNESS_TOL for g in gaps)
+    median = float(np.median(gaps))
+    lo, hi = CATEGORICAL_STATES
+    return CheckRow(
+        "categorical non-identifiability witnesses",
+        f"as row 4, on latent-confounded worlds of {lo}-{hi} named states per variable",
+        f"{above}/{len(gaps)} worlds differ in P(Y|do X) by > {WITNESS_TOL}; "
+        f"median gap {median:.3f}",
+        above >= MIN_WITNESS_PASS and median >= MIN_MEDIAN_GAP,
+        {"worlds": len(gaps), "above_tol": above, "median_gap": round(median, 4),
+         "min_gap": round(min(gaps), 4)},
+    )
+
+
 def run_validation(*, draws: int = 200_000, seed: int = 3,
                    check_queries: CheckerFn | None = None,
                    categorical_worlds: int = N_CATEGORICAL_WORLDS) -> ValidationReport:
-    """Run all five checks; the checker defaults to `rungbench.causal.checks.mc_check`;
-    ``categorical_worlds`` sizes row 5."""
+    """Run all seven checks; the checker defaults to `rungbench.causal.checks.mc_check`;
+    ``categorical_worlds`` sizes rows 5 and 6."""
     start = time.perf_counter()
     if check_queries is None:
         from rungbench.causal.checks.mc_check import check_queries as default_checker
@@ -499,5 +587,7 @@ def run_validation(*, draws: int = 200_000, seed: int = 3,
         check_witnesses(seed),
         check_categorical_against_checker(check_queries, draws=draws, seed=seed,
                                           n_worlds=categorical_worlds),
+        check_categorical_adjustment(seed, categorical_worlds),
+        check_categorical_witnesses(seed),
     )
     return ValidationReport(rows, time.perf_counter() - start)

@@ -7,6 +7,8 @@ estimate sum_z P(y | x, z) P(z)) and the front-door criterion (an observed set M
 intercepting every directed X→Y path, with no open back-door path X→M and every
 back-door path M→Y blocked by X; estimate sum_m P(m | x) sum_x' P(y | x', m) P(x')).
 d-separation is networkx's (`nx.is_d_separator`, `nx.find_minimal_d_separator`).
+Both estimates index the observed table by value, so they hold for variables of any number
+of states (categorical worlds, `random_dag.categorical_world`).
 
 When neither applies, `not_identifiable` is returned only with a witness
 (`witness.build_witness`): an alternative SCM with the identical observed joint

@@ -173,3 +173,27 @@ def random_categorical_mixture(parent_cards: Sequence[int], k: int, rng: np.rand
     constants = [(leak / k, (s,) * width) for s in range(k)]
     return _mixture([*zip((float(w) for w in weights), sorted(tables), strict=True),
                      *constants])
+
+
+def categorical_links(sources: Sequence[tuple[Sequence[int], float]], k: int,
+                      rows: int) -> tuple[Response, ...]:
+    """V := the output of the first link that fires, else a uniform leak state.
+
+    Each source is (table, strength): a table over the ``rows`` parent configurations
+    (values 0..k-1) and the probability that its link fires; links are tried in order, so
+    source i decides V with probability strength_i prod_{j < i} (1 - strength_j); when none
+    fires V is a uniform state (the k constant tables share the rest: the leak). This is the
+    categorical noisy-OR of :func:`noisy_or`: one U_V chooses which link decides.
+    """
+    _check_states(k)
+    weighted: list[tuple[float, tuple[int, ...]]] = []
+    remaining = 1.0
+    for i, (table, strength) in enumerate(sources):
+        _check_prob(strength, f"sources[{i}].strength")
+        if len(table) != rows or not all(0 <= t < k for t in table):
+            raise InputError(f"a link table needs {rows} values in 0..{k - 1}, got "
+                             f"{list(table)!r}", field=f"sources[{i}].table")
+        weighted.append((remaining * strength, tuple(int(t) for t in table)))
+        remaining *= 1.0 - strength
+    weighted.extend((remaining / k, (s,) * rows) for s in range(k))
+    return _mixture(weighted)

@@ -3,7 +3,8 @@
 Seed 003, "Task families and generator coverage": chain, fork, collider,
 confounded (observed Z), latent-confounded, reversed-query variants, mediation
 (direct + indirect), AND-interaction, selection (conditioning on a collider),
-front-door and M-bias. Every constructor takes a numpy Generator and draws the
+front-door and M-bias (and a categorical latent-confounded world, whose variables have
+named states, outside the binary catalogue). Every constructor takes a numpy Generator and draws the
 mechanism strengths; confounders are drawn strong (seed 003, "Validation of the
 reference implementation": the default confounding gave a median witness gap of
 0.041, too weak — latent confounder links here fire with probability 0.55–0.95).
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rungbench.causal.scm import mechanisms as mech
-from rungbench.causal.scm.world import Response, Variable, World
+from rungbench.causal.scm.random_dag import StateRange, state_names
+from rungbench.causal.scm.world import MAX_STATES, Response, Variable, World
 from rungbench.errors import InputError
 
 
@@ -144,6 +146,42 @@ def xor_world(rng: np.random.Generator, world_id: str) -> Motif:
           _var("Y", ("X", "W"), mech.deterministic(lambda b: b[0] ^ b[1], 2)))
     del rng
     return Motif("xor", World(world_id, vs), "X", "Y")
+
+
+def _rescale(value: int, k_from: int, k_to: int) -> int:
+    """State ``value`` of a ``k_from``-state variable mapped in order onto ``k_to`` states."""
+    return round(value * (k_to - 1) / (k_from - 1))
+
+
+def _categorical_var(name: str, parents: tuple[str, ...], responses: tuple[Response, ...],
+                     k: int, observed: bool = True) -> Variable:
+    return Variable(name, parents, responses, observed, state_names(k))
+
+
+def categorical_latent_confounded(rng: np.random.Generator, world_id: str, *,
+                                  states: StateRange = (2, 4)) -> Motif:
+    """L → X, L → Y, X → Y with L latent and ``states[0]``..``states[1]`` named states each.
+
+    The categorical :func:`latent_confounded`: X copies L (in state order) when its link
+    fires (0.55–0.95); Y copies X when its cause link fires (0.2–0.5), else L when the
+    strong confounder link fires (0.55–0.95), else a uniform leak state
+    (`mechanisms.categorical_links`). P(y | do x) is not identifiable.
+    """
+    if not 2 <= states[0] <= states[1] <= MAX_STATES:
+        raise InputError(f"states must be a range 2 <= lo <= hi <= {MAX_STATES}, got "
+                         f"{states!r}", field="states")
+    kl, kx, ky = (int(rng.integers(states[0], states[1] + 1)) for _ in range(3))
+    x_link = tuple(_rescale(v, kl, kx) for v in range(kl))
+    rows = [(x, v) for v in range(kl) for x in range(kx)]  # row index x + kx * l
+    y_from_x = tuple(_rescale(x, kx, ky) for x, _ in rows)
+    y_from_l = tuple(_rescale(v, kl, ky) for _, v in rows)
+    vs = (_categorical_var("L", (), mech.random_categorical_root(kl, rng), kl, observed=False),
+          _categorical_var("X", ("L",), mech.categorical_links([(x_link, _u(rng, 0.55, 0.95))],
+                                                               kx, kl), kx),
+          _categorical_var("Y", ("X", "L"), mech.categorical_links(
+              [(y_from_x, _u(rng, 0.2, 0.5)), (y_from_l, _u(rng, 0.55, 0.95))], ky, len(rows)),
+              ky))
+    return Motif("categorical_latent_confounded", World(world_id, vs), "X", "Y")
 
 
 def reversed_query(m: Motif) -> Motif:

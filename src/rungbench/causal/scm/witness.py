@@ -11,7 +11,9 @@ proof of non-identifiability and not merely a different model:
    By the ordered local Markov property of ADMGs (Richardson 2003, "Markov
    properties for acyclic directed mixed graphs", Scand. J. Statist. 30) the
    observed joint factorizes as prod_V P(V | mb(V)), so the witness, with CPDs
-   read off the observed joint, reproduces it exactly (checked numerically).
+   read off the observed joint, reproduces it exactly (checked numerically). Variables of
+   more than two states keep their states; their CPDs are encoded by the comonotone
+   coupling of `cpts.comonotone_categorical` (a rung-2 answer does not depend on it).
 3. The witness has no latent confounding; it is a member of the graph's model
    (latents with no effect) iff every mb(V) is among V's directed parents in the
    projection. Otherwise no witness is returned (the verdict stays ``unknown``).
