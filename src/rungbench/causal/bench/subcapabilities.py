@@ -383,8 +383,8 @@ def metric_text(block: Mapping[str, Any]) -> str:
     if block["status"] == NOT_EXERCISED:
         return f"{block['title']}: {NOT_EXERCISED}"
     if block["value"] is None:
-        return (f"{block['title']}: {NO_VALUE} (none of the {block['cases']} "
-                f"{block['unit']} gave one)")
+        why = "qualifies" if block["unit"] == "transitions" else "carried it"
+        return f"{block['title']}: {NO_VALUE} (none of the {block['cases']} {block['unit']} {why})"
     ci = block["ci95_cluster_bootstrap"]
     interval = "—" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
     k = f"{block['k']}/" if "k" in block else ""
