@@ -174,7 +174,7 @@ def test_decision_regret_pools_decision_items_and_repair_choices() -> None:
 def test_counterfactual_error_and_consistency_violations_by_hand() -> None:
     """Rung 3: absolute error (0.02 + 0.10) / 2 = 0.06; consistency violations are answers
     labelled with the population rung-2 or the resampled value: 2 of the 4 answered with a
-    point (the abstention is not a unit)."""
+    point (the abstention is not a unit; a bounds item is not asked)."""
     cf = {"rung": 3, "family": "counterfactuals"}
     rows = [_row("correct", abs_error=0.02, **cf),
             _row("wrong", world="w2", abs_error=0.10, labels=[INT_CF], **cf),
@@ -182,7 +182,8 @@ def test_counterfactual_error_and_consistency_violations_by_hand() -> None:
                  item_type="cf_no_mechanism", **cf),
             _row("false_answer_on_non_id", world="w3", labels=[UNEXPLAINED],
                  identifiable=False, item_type="cf_no_mechanism", **cf),
-            _row("abstain", world="w3", **cf)]
+            _row("abstain", world="w3", **cf),
+            _row("wrong", world="w3", labels=[INT_CF], asks=["bounds"], **cf)]
     err = _metric(rows, "counterfactual_abs_error")
     assert err["value"] == pytest.approx(0.06) and (err["n"], err["cases"]) == (2, 3)
     v = _metric(rows, "consistency_violations")

@@ -19,7 +19,7 @@ Experimental discrimination    information regret max EIG − EIG(x)            
 Effect estimation              |v̂ − v| on identifiable rung-2 value items         rung 2
 Intervention selection         decision regret E[L(a)] − min E[L]                action menu
 Counterfactual consistency     |v̂ − v| on rung-3 value items; violations: a      rung 3
-                               rung-3 answer matching the population rung-2
+                               rung-3 value answer matching the population rung-2
                                value (factual evidence ignored) or the
                                resampled value (fresh noise, not the abduced)
 Model revision                 revision accuracy and collateral-retraction rate  revision
@@ -194,7 +194,8 @@ def _edge_f1(row: Row) -> float:
 def consistency_violation(row: Row) -> float | None:
     """1 when a rung-3 answer matches the population rung-2 value (the factual evidence
     ignored) or the resampled value (fresh noise instead of the abduced), else 0; None when
-    the case was not answered with a point (nothing to check against the axiom)."""
+    the case was not answered (nothing to check against the axiom). Only cases asking for a
+    value are passed in, so an answer is a point (``taxonomy.rung_labels`` matches it)."""
     if row["verdict"]["outcome"] not in _ANSWERED_POINT or row.get("missing"):
         return None
     labels = list(row.get("labels") or [])
@@ -357,8 +358,7 @@ def _metrics_of(name: str, rows: Sequence[Row], seed: int) -> list[dict[str, Any
                   _verdict_number("abs_error"), seed=seed),
                 m(rows, "consistency_violations", "Consistency violations: rung-3 answers "
                   "matching the population rung-2 or the resampled value",
-                  lambda r: r.get("rung") == 3, consistency_violation, seed=seed,
-                  counted=True)]
+                  _asks("value", rung=3), consistency_violation, seed=seed, counted=True)]
     if name == "Model revision":
         return _revision_metrics(rows, seed)
     raise KeyError(name)
