@@ -32,7 +32,7 @@ def test_build_eval_report_journey_prints_the_subcapability_table(tmp_path: Path
     """Built with the episode families and answered by the rung-1 reference agent, the
     report's JSON holds one row per seed sub-capability (all exercised but the never-asked
     sign and condition F1), the Markdown prints the section, and the HTML report renders
-    one table row per sub-capability."""
+    one table row per sub-capability, a never-asked metric without a count."""
     bench, run = tmp_path / "bench", tmp_path / "run"
     _json(app, ["build", "--split", "dev", "--worlds", "4", "--seed", "9", "--out", str(bench),
                 "--families", FAMILIES])
@@ -57,3 +57,4 @@ def test_build_eval_report_journey_prints_the_subcapability_table(tmp_path: Path
     body = text.split('<section id="subcapabilities">', 1)[1].split("</section>", 1)[0]
     assert body.count("<tr>") == 1 + len(SEED_SUBCAPABILITIES)
     assert html.escape("Recall@k of true root cause") in body
+    assert "not exercised" in body and "0 of 0" not in body  # never asked: no count, no 0

@@ -497,14 +497,16 @@ def _subcapability_row(row: dict[str, Any], digest: str) -> list[str]:
         return esc(m["status"]) if m["value"] is None else num(m["value"])
 
     def count(m: dict[str, Any]) -> str:
+        if not m["cases"]:
+            return "—"
         k = f"{num(m['k'])}/" if "k" in m and m["n"] else ""
         return f"{k}{num(m['n'])} of {num(m['cases'])} {esc(m['unit'])}"
 
     return [esc(row["subcapability"]), esc(row["primary_metric"]),
             cells(lambda m: esc(m["title"])), cells(value),
             cells(lambda m: interval(m["ci95_cluster_bootstrap"])), cells(count),
-            cells(lambda m: num(m["n_worlds"])), esc(", ".join(row["families"]) or "—"),
-            ref(digest)]
+            cells(lambda m: num(m["n_worlds"]) if m["n"] else "—"),
+            esc(", ".join(row["families"]) or "—"), ref(digest)]
 
 
 def _union(counts: list[dict[str, int]]) -> dict[str, int]:
