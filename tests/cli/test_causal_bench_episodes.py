@@ -30,7 +30,10 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_episodes_run_scores_and_resumes(bench: Path, tmp_path: Path) -> None:
-    """The command runs every episode, scores each stage, and a resume sends nothing again."""
+    """The command runs every episode, scores each stage (with seed 003's sub-capability
+    table over the stage rows: Recall@1 and collateral retractions measured — none, as the
+    protocol keeps every supported answer — revision exercised, the rung-2/3 metrics not
+    exercised), and a resume sends nothing again."""
     result = _run(["episodes", "--bench", str(bench), "--agent", "reference:p2_protocol", "--out",
                    str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -39,6 +42,12 @@ def test_episodes_run_scores_and_resumes(bench: Path, tmp_path: Path) -> None:
     assert set(fams) == {"root_cause_debugging", "sequential_revision"}
     episodes = doc["cells"] - fams["root_cause_debugging"]["n"]
     assert episodes > 0 and fams["sequential_revision"]["n"] == 3 * episodes
+    metrics = {m["metric"]: m for r in doc["subcapabilities"] for m in r["metrics"]}
+    status = {key: m["status"] for key, m in metrics.items()}
+    assert status["recall_at_1"] == status["collateral_retraction"] == "measured"
+    assert metrics["collateral_retraction"]["k"] == 0 and metrics["recall_at_1"]["n"] > 0
+    assert status["revision_accuracy"] != "not exercised"
+    assert status["effect_abs_error"] == status["consistency_violations"] == "not exercised"
     report = _run(["report", "--run", doc["published"]])
     assert report.exit_code == 0, report.output
     rep = json.loads(report.stdout)

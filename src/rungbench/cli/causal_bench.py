@@ -173,7 +173,7 @@ def report_command(
     if as_json:
         emit_json(report)
     else:
-        console.print(to_markdown(report), markup=False, highlight=False)
+        console.print(to_markdown(report), markup=False, highlight=False, soft_wrap=True)
 
 
 def audit_command(

@@ -49,6 +49,7 @@ def episodes_command(
     """
     from rungbench.causal.bench.episode_build import parse_families
     from rungbench.causal.bench.episode_runs import run_agent
+    from rungbench.causal.bench.subcapabilities import metric_text
 
     spec = agent_spec(model, models, base_url=base_url, api_key_env=api_key_env,
                       no_api_key=no_api_key, params=param, as_json=as_json)
@@ -72,3 +73,7 @@ def episodes_command(
                       f"{b['lucky_rate']:.2f}", "-" if regret is None else f"{regret:.3f}",
                       f"{b['mean_experiments']:.2f}")
     console.print(table)
+    for row in result["subcapabilities"]:
+        console.print(f"{row['subcapability']}: "
+                      + "; ".join(metric_text(m) for m in row["metrics"]),
+                      markup=False, highlight=False, soft_wrap=True)

@@ -469,6 +469,46 @@ def failure_labels(inputs: Inputs) -> str:
     return "\n".join(parts)
 
 
+def subcapabilities(inputs: Inputs) -> str:
+    """Seed 003's sub-capabilities per agent: each primary metric with n, worlds, interval
+    over worlds and the families that fed it, or 'not exercised'."""
+    if not inputs.causal:
+        return absent("no causal benchmark run report")
+    parts = [paragraph(
+        "One row per sub-capability of seed 003, each with the metric the seed names, "
+        "computed from the scored cases of the families that ask for it. A metric no family "
+        "of the run asks for is 'not exercised', never 0. Intervals resample whole worlds.")]
+    for s in inputs.causal:
+        rows = [_subcapability_row(row, s.digest) for row in s.document.get("subcapabilities", [])]
+        parts.append(f"<h3>{esc(s.key.removeprefix('causal:'))}</h3>")
+        parts.append(table(["sub-capability", "primary metric (seed)", "measured as", "value",
+                            "95% over worlds", "n", "worlds", "families", "source"], rows,
+                           table_id=f"subcapabilities-{s.key}"))
+    return "\n".join(parts)
+
+
+def _subcapability_row(row: dict[str, Any], digest: str) -> list[str]:
+    metrics = row["metrics"]
+
+    def cells(render: Callable[[dict[str, Any]], str]) -> str:
+        return "<br>".join(render(m) for m in metrics)
+
+    def value(m: dict[str, Any]) -> str:
+        return esc(m["status"]) if m["value"] is None else num(m["value"])
+
+    def count(m: dict[str, Any]) -> str:
+        if not m["cases"]:
+            return "—"
+        k = f"{num(m['k'])}/" if "k" in m and m["n"] else ""
+        return f"{k}{num(m['n'])} of {num(m['cases'])} {esc(m['unit'])}"
+
+    return [esc(row["subcapability"]), esc(row["primary_metric"]),
+            cells(lambda m: esc(m["title"])), cells(value),
+            cells(lambda m: interval(m["ci95_cluster_bootstrap"])), cells(count),
+            cells(lambda m: num(m["n_worlds"]) if m["n"] else "—"),
+            esc(", ".join(row["families"]) or "—"), ref(digest)]
+
+
 def _union(counts: list[dict[str, int]]) -> dict[str, int]:
     out: dict[str, int] = {}
     for c in counts:
@@ -590,6 +630,8 @@ SECTIONS: tuple[Section, ...] = (
     ("rungs", "Rung accuracy with cluster intervals", rungs),
     ("identification", "Identification table", identification),
     ("failure_labels", "Failure labels (seed 003's 22 and the project's)", failure_labels),
+    ("subcapabilities", "Sub-capabilities (seed 003) with their primary metrics",
+     subcapabilities),
     ("controls", "C0–C5 control matrix per tag", controls),
     ("ablations", "Causal ablations: what each comparison isolates", ablations),
     ("hazards", "Reliability hazards", hazards),

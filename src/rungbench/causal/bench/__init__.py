@@ -6,7 +6,8 @@ bench and ``leaks`` scans it; ``requests`` serves cases to agents through the ru
 ``scorer`` is the first scorer, ``taxonomy`` labels failures (all 22 of seed 003, the
 twin-licensed ones from the matched diagnostic pairs ``variants`` derives), ``evaluate``,
 ``audit`` and
-``report`` summarize, ``reference_agents`` are the calibrating agents, ``verified`` is the
+``report`` summarize (``subcapabilities``: seed 003's sub-capability table),
+``reference_agents`` are the calibrating agents, ``verified`` is the
 one verified reader of sealed benches and runs. Episode families (records/2, in the
 sealed build with ``--families``): ``incidents`` (root-cause debugging, active
 experiments, interaction worlds), ``revision``, ``provenance`` (source dependence and
@@ -18,6 +19,7 @@ negative evidence), rendered by ``episode_items``, written by ``episode_build``,
 __all__ = [
     "audit", "build", "episode_agents", "episode_build", "episode_items", "episode_runs",
     "episode_scorer", "episode_tools", "evaluate", "leaks", "protocols", "records",
-    "reference_agents", "report", "requests", "revision", "scorer", "taxonomy", "variants",
+    "reference_agents", "report", "requests", "revision", "scorer", "subcapabilities",
+    "taxonomy", "variants",
     "verified"
 ]

@@ -15,6 +15,9 @@ loss of the named repair minus the best repair, under the posterior given the de
 evidence) and ``episode_regret`` (experiment cost spent + that expected loss − the best
 strategy's expected loss from the case's own evidence, the sealed ``experiment_loss``
 minimum: the realised counterpart of ``protocols.p2_incident``'s regret).
+
+The scored result carries seed 003's sub-capability table over the stage rows
+(``subcapabilities``; the rung-1/2/3 metrics are ``not exercised`` by episodes).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from rungbench.causal.bench.episode_tools import (
 from rungbench.causal.bench.incidents import ACT_NOW
 from rungbench.causal.bench.records import AgentResponse, EpisodeCase, EpisodeOracle
 from rungbench.causal.bench.requests import validate_causal_answer
+from rungbench.causal.bench.subcapabilities import subcapability_table
 from rungbench.causal.bench.taxonomy import (
     episode_failure_labels,
     fabricated_links,
@@ -376,5 +380,6 @@ def _scored(agent: Agent, bench_dir: Path, out: Path, **options: Any) -> dict[st
     published = publish_episode_scores(bench_dir, run_dir)
     return {"run": str(run_dir), "agent": agent.name, "cells": summary.cells,
             "session": summary.to_json(), "scored": episode_summary(rows),
+            "subcapabilities": subcapability_table(rows),
             "published": None if published is None else str(run_dir / "scored"),
             "rows": rows}

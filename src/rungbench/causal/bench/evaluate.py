@@ -57,6 +57,7 @@ from rungbench.causal.bench.reference_agents import (
 )
 from rungbench.causal.bench.revision import pooled_revision_metrics
 from rungbench.causal.bench.scorer import ScoredLine, score, score_lines
+from rungbench.causal.bench.subcapabilities import asked_payloads
 from rungbench.causal.bench.taxonomy import (
     PairMember,
     answered_point,
@@ -146,13 +147,14 @@ def missing_row(o: AnyOracle) -> dict[str, Any]:
 
 
 def case_keys(o: AnyOracle) -> dict[str, Any]:
-    """The report keys of a case: world (cluster), family, rung, item type, truth, skin.
+    """The report keys of a case: world (cluster), family, rung, item type, truth, skin, and
+    the payloads it asks for (``subcapabilities.asked_payloads``: which metric it feeds).
 
     A records/2 case adds its version, episode, stage and identified set (revision metrics).
     """
     keys: dict[str, Any] = {
         "world_id": o.world_id, "family": o.family, "rung": o.rung, "item_type": o.item_type,
-        "identifiable": o.identifiable, "skin": o.skin}
+        "identifiable": o.identifiable, "skin": o.skin, "asks": asked_payloads(o)}
     if isinstance(o, EpisodeOracle):
         keys.update({"version": o.version, "episode_id": o.episode_id, "stage": o.stage,
                      "identified_set": o.identified_set})

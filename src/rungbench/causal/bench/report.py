@@ -15,6 +15,9 @@ A run of a bench with episode families (records/2) reports them in the same tabl
 (``justified_abstain`` — holding back while the evidence leaves several causes — is
 right; ``lucky`` is not) and adds a ``next_stage`` block: mean decision, information
 and experiment regret per family and the revision rates (seed 003 "Deterministic scorer").
+
+Every report holds the sub-capability table (``subcapabilities``): one row per seed 003
+"Observable sub-capabilities" row with its primary metric, or ``not exercised``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 
 from rungbench.causal.bench.evaluate import episode_summary
 from rungbench.causal.bench.records import EPISODE_OUTCOMES, OUTCOMES
+from rungbench.causal.bench.subcapabilities import subcapability_table, to_markdown_lines
 from rungbench.causal.bench.taxonomy import ALL_LABELS, PROJECT_EVIDENCE, TAXONOMY
 from rungbench.causal.bench.verified import open_run, run_verdicts
 from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
@@ -187,6 +191,7 @@ def build_report(
         "identification": identification_table(rows),
         "calibration": calibration(rows),
         "failure_labels": failure_label_counts(rows),
+        "subcapabilities": subcapability_table(rows, seed=seed),
     }
     episode_rows = [r for r in rows if r.get("version") is not None]
     if episode_rows:
@@ -242,6 +247,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
               "failure no licensed mechanism shows is `unexplained`.", "",
               "| label | evidence that licenses it | failed cases |", "| --- | --- | --- |"]
     lines += [f"| {k} | {e} | {n} |" for k, e, n in label_rows(report["failure_labels"])]
+    lines += ["", *to_markdown_lines(report["subcapabilities"])]
     if "next_stage" in report:
         lines += _episode_lines(report["next_stage"])
     if "paired" in report:

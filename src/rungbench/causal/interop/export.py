@@ -305,6 +305,8 @@ VERDICTS = TableSchema("causal-verdicts", (
     _c("identifiable", "bool", "False: the reference answer is not_identifiable"),
     _c("skin", "str", "domain skin"),
     _c("confidence", "float", "the response's stated confidence"),
+    _c("asks", "json", "payloads the case asks for (edges, action, experiment, bounds, label, "
+       "value): the sub-capability metric it feeds"),
 ), "one row per bench case of a scored causal run (RUN/private/verdicts.jsonl, flattened)")
 """Schema of the per-case causal verdict table (``--table causal-verdicts``)."""
 
