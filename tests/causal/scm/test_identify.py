@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Callable
 
 import networkx as nx
 import numpy as np
 import pytest
 
+from rungbench.causal.scm import identify as identify_module
 from rungbench.causal.scm import mechanisms as mech
 from rungbench.causal.scm import oracle
 from rungbench.causal.scm.identify import (
@@ -26,7 +28,7 @@ from rungbench.causal.scm.identify import (
 )
 from rungbench.causal.scm.motifs import motif_catalogue
 from rungbench.causal.scm.random_dag import DagSpec, random_world
-from rungbench.causal.scm.witness import projection
+from rungbench.causal.scm.witness import Witness, projection
 from rungbench.causal.scm.world import Query, Response, Variable, World
 from rungbench.errors import InputError
 
@@ -182,6 +184,21 @@ def test_zero_gap_witness_leaves_the_verdict_unknown() -> None:
     result = identify(_confounded_without_effect(), "X", "Y")
     assert result.verdict == "unknown"
     assert result.witness is None and result.estimate is None
+
+
+def test_rounding_level_gap_leaves_the_verdict_unknown(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A witness whose gap (1e-17) is within the joint check (1e-9) is rounding, not a
+    second world that disagrees: the verdict stays ``unknown``; 1e-6 is a real gap."""
+    world = _confounded_without_effect()
+
+    def witness_with_gap(gap: float) -> Callable[..., Witness]:
+        return lambda *a, **k: Witness(world, 0.5, 0.5 + gap, 0.0)
+
+    monkeypatch.setattr(identify_module, "build_witness", witness_with_gap(1e-17))
+    assert identify(world, "X", "Y").verdict == "unknown"
+    monkeypatch.setattr(identify_module, "build_witness", witness_with_gap(1e-6))
+    assert identify(world, "X", "Y").verdict == "not_identifiable"
 
 
 def test_latent_set_is_not_a_backdoor_set() -> None:
