@@ -213,8 +213,10 @@ def answer_decisions(doc: Mapping[str, Any] | None) -> dict[str, Any]:
         return {**q, "answer": "inconclusive",
                 "why": q["why"] + "; no_prices: dollars per incident unknown"}
     if cost.get("acceptable") is not True:
-        return {**q, "answer": "no", "why": q["why"] + f"; dollars per incident ×"
-                f"{cost.get('ratio')} exceed the +{cost.get('ceiling')} ceiling"}
+        ratio = cost.get("ratio")
+        shown = f"{ratio:.3f}" if isinstance(ratio, int | float) else str(ratio)
+        return {**q, "answer": "no", "why": q["why"] + f"; dollars per incident ×{shown} "
+                f"exceed the +{cost.get('ceiling')} ceiling"}
     return {**q, "why": q["why"] + f"; dollars per incident ×{cost['ratio']:.3f} within "
             f"+{cost['ceiling']}"}
 
