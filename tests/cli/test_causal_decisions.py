@@ -58,16 +58,18 @@ def claim_store(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def journey(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Build a bench, run P2 and premature commitment as priced stand-ins, and an unpriced P2."""
+    """Build a bench, run P2 and premature commitment as priced stand-ins, an unpriced P2 and
+    a P2 over only the first 4 worlds."""
     root = tmp_path_factory.mktemp("q3")
     bench, out = root / "bench", root / "out"
     ok_json(f"rungbench causal build --split dev --seed 5 --worlds 8 --families incident "
             f"--out {bench} --json")
     runs = {}
-    for name, agent, prices in (("p2", "reference:p2_protocol", PRICED),
-                                ("premature", "reference:premature_commitment", PRICED),
-                                ("unpriced", "reference:p2_protocol", "")):
-        doc = ok_json(f"rungbench causal episodes --bench {bench} --agent {agent} {prices} "
+    for name, agent, extra in (("p2", "reference:p2_protocol", PRICED),
+                               ("premature", "reference:premature_commitment", PRICED),
+                               ("unpriced", "reference:p2_protocol", ""),
+                               ("fewer", "reference:p2_protocol", f"{PRICED} --worlds 4")):
+        doc = ok_json(f"rungbench causal episodes --bench {bench} --agent {agent} {extra} "
                       f"--families incident --out {out}/{name} --json")
         runs[name] = doc["run"]
     store = root / "claims.sqlite"
@@ -144,3 +146,23 @@ def test_refusals_are_one_line(journey: dict[str, Any]) -> None:
            f"{j['runs']['premature']}")
     assert r.returncode == 3 and "other_bench" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_weekly_report_computes_question_3_from_two_runs(journey: dict[str, Any]) -> None:
+    """`--decisions-from RUN_A RUN_B --episode-bench B` answers as the written document does;
+    runs over different incidents are refused in one line; a missing bench is a usage error."""
+    j = journey
+    week = f"rungbench causal weekly-report --db {j['store']} --week 2026-10-12"
+    direct = ok_json(f"{week} --decisions-from {j['runs']['p2']} {j['runs']['premature']} "
+                     f"--episode-bench {j['bench']} --json")
+    doc = ok_json(f"rungbench causal decisions --bench {j['bench']} {j['runs']['p2']} "
+                  f"{j['runs']['premature']} --json")
+    q3 = direct["questions"]["decisions_improve_at_acceptable_cost"]
+    assert q3["answer"] == doc["answer"]["answer"] == "no"
+    assert q3["interval"] == doc["answer"]["interval"]
+    r = rb(f"{week} --decisions-from {j['runs']['fewer']} {j['runs']['premature']} "
+           f"--episode-bench {j['bench']}")
+    assert r.returncode == 3 and "different_cases" in r.stderr and "only in" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    r = rb(f"{week} --decisions-from {j['runs']['p2']} {j['runs']['premature']}")
+    assert r.returncode == 2 and "--episode-bench" in r.stderr
