@@ -79,7 +79,8 @@ def journey(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_decisions_then_weekly_report_answer_question_3(journey: dict[str, Any]) -> None:
     """`causal decisions` writes the document, prints both runs and the answer; the weekly
-    report reads it and answers question 3 with the same interval and answer."""
+    report reads it, answers question 3 with the same interval and answer, and shows each
+    run's sandbox repair success in its Diagnosis and repair block."""
     j = journey
     doc_path = j["root"] / "decisions.json"
     line = (f"rungbench causal decisions --bench {j['bench']} {j['runs']['p2']} "
@@ -102,6 +103,10 @@ def test_decisions_then_weekly_report_answer_question_3(journey: dict[str, Any])
               f"--decisions {doc_path}")
     assert text.returncode == 0
     assert "3. decisions improve at acceptable cost: **yes**" in text.stdout
+    a = doc["runs"]["a"]["outcomes"]
+    assert (f"sandbox repair: reference-p2_protocol success {a['success_rate']:.3f}, loss "
+            f"{a['mean_expected_loss']:.3f}") in " ".join(text.stdout.split())
+    assert week["sandbox"]["b"]["agent"] == "reference-premature_commitment"
 
 
 def test_default_cost_ceiling_says_no_to_p2s_extra_turns(journey: dict[str, Any]) -> None:

@@ -27,11 +27,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rungbench.agents.spec import Pricing
 from rungbench.causal.bench.episode_runs import episode_records
 from rungbench.causal.bench.episode_tools import EPISODE_TASK, diagnosis_of
 from rungbench.causal.bench.records import EpisodeCase, EpisodeOracle
@@ -69,17 +71,16 @@ GATE = "decisions"
 """Name of the refusing gate."""
 
 
+@dataclass(frozen=True)
 class RunRepairs:
     """One verified episode run's incidents, prices and provenance."""
 
-    def __init__(self, cases: Sequence[RepairCase], prices: Any,
-                 provenance: Mapping[str, Any]) -> None:
-        self.cases = tuple(cases)
-        """Incident cases, in case-id order."""
-        self.prices = prices
-        """Registered prices (a :class:`~rungbench.agents.spec.Pricing`) or None."""
-        self.provenance = dict(provenance)
-        """Run id, manifest digest, event-chain head, schedule digest, agent."""
+    cases: tuple[RepairCase, ...]
+    """Incident cases, in case-id order."""
+    prices: Pricing | None
+    """Registered prices; None when the run records none."""
+    provenance: Mapping[str, Any]
+    """Run id, manifest digest, event-chain head, schedule digest, agent label."""
 
     @property
     def by_case(self) -> dict[str, RepairCase]:
@@ -132,7 +133,12 @@ def read_run_repairs(bench_dir: Path, run_dir: Path) -> RunRepairs:
     """The incidents of a verified, finished episode run on ``bench_dir``, scored."""
     bench = open_bench(bench_dir)
     cases, oracles = bench_episodes(bench)
-    provenance = _verified(run_dir, bench.digests[EPISODE_CASES])
+    return _run_repairs(bench.digests[EPISODE_CASES], cases, oracles, run_dir)
+
+
+def _run_repairs(cases_digest: str, cases: Sequence[EpisodeCase],
+                 oracles: Mapping[str, EpisodeOracle], run_dir: Path) -> RunRepairs:
+    provenance = _verified(run_dir, cases_digest)
     by_id: dict[str, EpisodeCase] = {c.case_id: c for c in cases}
     tokens = _tokens_by_cell(run_dir)
     out: list[RepairCase] = []
@@ -145,7 +151,7 @@ def read_run_repairs(bench_dir: Path, run_dir: Path) -> RunRepairs:
         raise _refuse("no_incidents", f"run {run_dir} holds no {INCIDENT_FAMILY} diagnosis "
                       "case", str(run_dir))
     manifest, _ = load_run(run_dir)
-    return RunRepairs(sorted(out, key=lambda c: c.case_id),
+    return RunRepairs(tuple(sorted(out, key=lambda c: c.case_id)),
                       registered_prices(manifest["agent"]), provenance)
 
 
@@ -208,6 +214,10 @@ def _success_per_usd(a: RunRepairs, b: RunRepairs, ids: list[str], worlds: list[
                       "dropped_resamples": dropped}}
 
 
+def _usd_per_incident(cases: tuple[RepairCase, ...], prices: Pricing) -> float:
+    return sum(usd_of(c, prices) for c in cases) / len(cases)
+
+
 def _cost(a: RunRepairs, b: RunRepairs, ceiling: float) -> dict[str, Any]:
     if not (np.isfinite(ceiling) and ceiling >= 0):
         raise InputError(f"cost ceiling must be a number >= 0, got {ceiling!r}",
@@ -215,8 +225,8 @@ def _cost(a: RunRepairs, b: RunRepairs, ceiling: float) -> dict[str, Any]:
     if a.prices is None or b.prices is None:
         return {"ceiling": ceiling, "usd_per_incident": NO_PRICES, "ratio": NO_PRICES,
                 "acceptable": NO_PRICES}
-    per = {k: sum(usd_of(c, r.prices) for c in r.cases) / len(r.cases)
-           for k, r in (("a", a), ("b", b))}
+    per = {"a": _usd_per_incident(a.cases, a.prices),
+           "b": _usd_per_incident(b.cases, b.prices)}
     ratio = per["a"] / per["b"] if per["b"] > 0 else None
     return {"ceiling": ceiling, "usd_per_incident": per, "ratio": ratio,
             "acceptable": ratio is not None and ratio <= 1.0 + ceiling}
@@ -227,13 +237,15 @@ def decisions_document(bench_dir: Path, run_a: Path, run_b: Path, *,
                        seed: int = 20261003) -> dict[str, Any]:
     """The ``decisions`` document of run a (candidate) against run b (baseline)."""
     bench = open_bench(bench_dir)
-    a, b = read_run_repairs(bench_dir, run_a), read_run_repairs(bench_dir, run_b)
+    cases, oracles = bench_episodes(bench)
+    a, b = (_run_repairs(bench.digests[EPISODE_CASES], cases, oracles, r)
+            for r in (run_a, run_b))
     paired = paired_decisions(a, b, cost_ceiling=cost_ceiling, n_boot=n_boot, seed=seed)
     return {"schema": DECISIONS_SCHEMA,
             "endpoint": "expected repair loss (posterior given the delivered evidence) and "
                         "sandbox repair success (exact, private world) per dollar",
             "bench": {"name": bench_dir.name, "cases_v2": bench.digests[EPISODE_CASES]},
-            "runs": {k: {**r.provenance, "outcomes": run_outcomes(r.cases, r.prices)}
+            "runs": {k: {**dict(r.provenance), "outcomes": run_outcomes(r.cases, r.prices)}
                      for k, r in (("a", a), ("b", b))},
             "cases": {k: [c.to_json() for c in r.cases] for k, r in (("a", a), ("b", b))},
             "bootstrap": {"n_boot": n_boot, "seed": seed, "clusters": "world_id"},

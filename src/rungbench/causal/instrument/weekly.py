@@ -309,6 +309,7 @@ def weekly_report(store: str | Path, window: Window, inputs: Inputs = Inputs()) 
     return {
         "schema": "rungbench.weekly/1", **numbers, "caveats": caveats,
         "bench": dict(inputs.bench or {}).get("paired"),
+        "sandbox": sandbox_block(inputs.decisions),
         "query_reliability": dict(inputs.controls) if inputs.controls else None,
         "detector": dict(inputs.detector) if inputs.detector else None,
         "questions": {
@@ -365,7 +366,7 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
              f"{doc['predictions']['unresolved']}; useful conclusions "
              f"{doc['useful_conclusions']['count']} (per 100 opportunities "
              f"{doc['useful_conclusions']['per_100_opportunities']}); lucky vs justified: "
-             "sandbox replay only |",
+             "sandbox replay only" + _sandbox_text(doc.get("sandbox")) + " |",
              f"| Revision and provenance | revisions {doc['revision']['revisions']}, "
              f"retractions {doc['revision']['retractions']}, graph writes "
              f"{doc['revision']['graph_writes']} |",
@@ -380,6 +381,29 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
         lines.append(f"{i}. {name.replace('_', ' ')}: **{q['answer']}** — {q['endpoint']}; "
                      f"{interval} ({q['why']})" + _per_usd_text(q))
     return "\n".join(lines) + "\n"
+
+
+def sandbox_block(doc: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Sandbox repair success and dollars per incident of each run of an endpoint-computed
+    ``decisions`` document (None for a hand-supplied one without runs)."""
+    runs = (doc or {}).get("runs")
+    if not isinstance(runs, Mapping):
+        return None
+    keep = ("agent", "n", "mean_expected_loss", "success_rate", "usd_per_incident")
+    return {k: {f: (r.get("agent") if f == "agent" else r.get("outcomes", {}).get(f))
+                for f in keep} for k, r in sorted(runs.items()) if isinstance(r, Mapping)}
+
+
+def _sandbox_text(block: Mapping[str, Any] | None) -> str:
+    if not block:
+        return ""
+
+    def one(r: Mapping[str, Any]) -> str:
+        usd = r["usd_per_incident"]
+        shown = usd if isinstance(usd, str) else f"${usd:.6f}"
+        return (f"{r['agent']} success {r['success_rate']:.3f}, loss "
+                f"{r['mean_expected_loss']:.3f}, {shown}/incident (n={r['n']})")
+    return "; sandbox repair: " + " vs ".join(one(r) for r in block.values())
 
 
 def _per_usd_text(q: Mapping[str, Any]) -> str:
