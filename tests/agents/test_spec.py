@@ -141,3 +141,21 @@ def test_a_spec_text_that_is_no_spec_is_refused(text: str) -> None:
     """Only ``openai:MODEL``, ``planted:NAME`` and ``reference:NAME`` are specs."""
     with pytest.raises(InputError, match="openai:MODEL, planted:NAME or reference:NAME"):
         parse_agent(text)
+
+
+def test_a_stand_in_agent_carries_registered_prices() -> None:
+    """A reference or planted entry may register the prices it stands in for: they reach the
+    spec, its JSON (only when set, so unpriced specs keep their digest) and read back from
+    models_toml; an endpoint key on such an entry is still refused."""
+    text = ('[models.p2]\nkind = "reference"\nmodel = "p2_protocol"\n'
+            'usd_per_mtok_in = 0.15\nusd_per_mtok_out = 0.6\n')
+    spec = parse_models(text, source="m.toml").get("p2")
+    assert spec.pricing == Pricing(0.15, 0.6)
+    assert spec.to_json()["pricing"] == {"usd_per_mtok_in": 0.15, "usd_per_mtok_out": 0.6}
+    assert parse_models(models_toml([spec]), source="again").get("p2") == spec
+    unpriced = parse_agent("reference:p2_protocol")
+    assert "pricing" not in unpriced.to_json()
+    assert parse_agent("reference:p2_protocol", pricing=Pricing(0.15, 0.6)).pricing == \
+        Pricing(0.15, 0.6)
+    with pytest.raises(InputError, match="base_url"):
+        parse_models(text + 'base_url = "http://h/v1"\n', source="m.toml")

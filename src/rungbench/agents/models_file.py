@@ -21,6 +21,7 @@
     kind = "planted"
     model = "e023:diffuse"
     seed = 3
+    # usd_per_mtok_in = 0.15               # prices it stands in for (optional)
 
 Every key is checked; an unknown one is refused naming it (a misspelt ``temprature``
 never goes silently unsent). The file's digest is that of its specs' canonical JSON,
@@ -46,6 +47,9 @@ KEYS: dict[str, type | tuple[type, ...]] = {
     "timeout_s": (int, float), "client_processes": int, "usd_per_mtok_in": (int, float),
     "usd_per_mtok_out": (int, float), "seed": int, "params": dict}
 """Every key an entry may hold, with its TOML type."""
+PRICE_KEYS = ("usd_per_mtok_in", "usd_per_mtok_out")
+"""Keys of the registered prices (any kind: a planted or reference agent may stand in for a
+priced model, and its runs then record the prices)."""
 
 
 @dataclass(frozen=True)
@@ -161,12 +165,12 @@ def spec_of(label: str, entry: Mapping[str, Any]) -> AgentSpec:
         raise InputError("missing key 'model' (the endpoint model id, or the planted or "
                          "reference agent's name)", field="model")
     if kind != "openai":
-        extra = sorted(set(entry) - {"kind", "model", "seed", "params"})
+        extra = sorted(set(entry) - {"kind", "model", "seed", "params", *PRICE_KEYS})
         if extra:
             raise InputError(f"a {kind} agent is served on loopback: {extra[0]!r} does not "
                              "apply", field=extra[0])
         return AgentSpec(label, kind, entry["model"], params=entry.get("params", {}),
-                         seed=entry.get("seed", 0))
+                         seed=entry.get("seed", 0), pricing=_pricing(entry))
     if "seed" in entry:
         raise InputError("seed is for planted and reference agents; an endpoint's sampling "
                          "seed goes in [params]", field="seed")
@@ -178,7 +182,11 @@ def spec_of(label: str, entry: Mapping[str, Any]) -> AgentSpec:
         api_key_env=entry.get("api_key_env"), keyless=keyless,
         params=entry.get("params", {}), timeout_s=entry.get("timeout_s", 120.0),
         client_processes=entry.get("client_processes", 0),
-        pricing=Pricing(entry.get("usd_per_mtok_in", 0.0), entry.get("usd_per_mtok_out", 0.0)))
+        pricing=_pricing(entry))
+
+
+def _pricing(entry: Mapping[str, Any]) -> Pricing:
+    return Pricing(entry.get("usd_per_mtok_in", 0.0), entry.get("usd_per_mtok_out", 0.0))
 
 
 def models_toml(specs: list[AgentSpec] | tuple[AgentSpec, ...]) -> str:
@@ -196,6 +204,8 @@ def models_toml(specs: list[AgentSpec] | tuple[AgentSpec, ...]) -> str:
                          else {"api_key_env": spec.api_key_env})
         else:
             entry["seed"] = spec.seed
+            if spec.pricing != Pricing():
+                entry.update(spec.pricing.to_json())
         lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()]
         if spec.params:
             lines.append(f"[models.{_toml_value(spec.label)}.params]")

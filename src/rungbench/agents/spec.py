@@ -101,7 +101,8 @@ class AgentSpec:
     client_processes: int = 0
     """Helper processes sending the calls (0: the calling process); an execution setting."""
     pricing: Pricing = field(default_factory=Pricing)
-    """Prices per million tokens, for the cost of each call."""
+    """Prices per million tokens, for the cost of each call (a planted or reference agent
+    served on loopback records them too, standing in for a priced model)."""
     seed: int = 0
     """Seed of a randomized planted or reference agent."""
 
@@ -160,6 +161,8 @@ class AgentSpec:
                        pricing=self.pricing.to_json())
         else:
             out["seed"] = self.seed
+            if self.pricing != Pricing():  # a stand-in for a priced model; unset adds nothing
+                out["pricing"] = self.pricing.to_json()
         return out
 
     def digest(self) -> str:
@@ -237,7 +240,8 @@ def parse_agent(text: str, *, label: str | None = None, base_url: str | None = N
                 client_processes: int = 0, pricing: Pricing | None = None,
                 seed: int = 0) -> AgentSpec:
     """A one-off spec from ``kind:name`` (``openai:MODEL``, ``planted:NAME``,
-    ``reference:NAME``); the endpoint options apply to ``openai`` only. The label is
+    ``reference:NAME``); the endpoint options apply to ``openai`` only, the prices to
+    every kind (a planted or reference agent standing in for a priced model). The label is
     ``label``, else taken from the name (:func:`label_for`)."""
     kind, sep, name = text.partition(":")
     if not sep or kind not in KINDS or not name:
@@ -249,7 +253,8 @@ def parse_agent(text: str, *, label: str | None = None, base_url: str | None = N
         return AgentSpec(chosen, kind, name, base_url=base_url, api_key_env=api_key_env,
                          keyless=keyless, params=dict(params or {}), timeout_s=timeout_s,
                          client_processes=client_processes, pricing=pricing or Pricing())
-    return AgentSpec(chosen, kind, name, params=dict(params or {}), seed=seed)
+    return AgentSpec(chosen, kind, name, params=dict(params or {}), seed=seed,
+                     pricing=pricing or Pricing())
 
 
 def is_spec_text(text: str) -> bool:

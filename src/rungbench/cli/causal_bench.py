@@ -1,4 +1,5 @@
-"""`rungbench causal build|eval|score|report|audit|scorer-agreement|episodes`: the bench CLI.
+"""`rungbench causal build|eval|score|report|audit|scorer-agreement|episodes|decisions`: the
+bench CLI.
 
 Thin: parse, call one library function, print (Rich tables or one JSON document).
 The causal library loads inside each command, so that ``rungbench --help`` stays fast.
@@ -249,9 +250,10 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
     app.command("audit")(audit_command)
     app.command("scorer-agreement")(agreement_command)
-    from rungbench.cli.causal_episodes import episodes_command
+    from rungbench.cli.causal_episodes import decisions_command, episodes_command
 
     app.command("episodes")(episodes_command)
+    app.command("decisions")(decisions_command)
     from rungbench.cli import causal_logger
 
     causal_logger.register(app)

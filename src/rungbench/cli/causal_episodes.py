@@ -1,4 +1,5 @@
-"""`rungbench causal episodes`: the records/2 cases as tool-use episodes through the runner.
+"""`rungbench causal episodes`: the records/2 cases as tool-use episodes through the runner;
+`rungbench causal decisions`: question 3's endpoint from two episode runs.
 
 Thin: the agent options of every command (:mod:`rungbench.cli._agents`), one library call
 (:func:`rungbench.causal.bench.episode_runs.run_agent`), a table or one JSON document.
@@ -6,6 +7,7 @@ Thin: the agent options of every command (:mod:`rungbench.cli._agents`), one lib
 
 from __future__ import annotations
 
+import json
 import pathlib
 from typing import Annotated, Any
 
@@ -19,6 +21,8 @@ from rungbench.cli._agents import (
     ModelsOpt,
     NoKeyOpt,
     ParamOpt,
+    PriceInOpt,
+    PriceOutOpt,
     agent_spec,
 )
 from rungbench.cli._common import JSON_OPTION, console, emit_json, run
@@ -31,6 +35,7 @@ def episodes_command(
     out: Annotated[pathlib.Path, typer.Option("--out", help="Folder holding runs/.")],
     model: ModelOpt = None, models: ModelsOpt = None, base_url: BaseUrlOpt = None,
     api_key_env: KeyEnvOpt = None, no_api_key: NoKeyOpt = False, param: ParamOpt = None,
+    usd_in: PriceInOpt = 0.0, usd_out: PriceOutOpt = 0.0,
     worlds: Annotated[int | None, typer.Option("--worlds", min=1, max=2000,
                                                help="First N records/2 worlds.")] = None,
     families: Annotated[str | None, typer.Option(
@@ -52,7 +57,8 @@ def episodes_command(
     from rungbench.causal.bench.subcapabilities import metric_text
 
     spec = agent_spec(model, models, base_url=base_url, api_key_env=api_key_env,
-                      no_api_key=no_api_key, params=param, as_json=as_json)
+                      no_api_key=no_api_key, params=param, usd_in=usd_in, usd_out=usd_out,
+                      as_json=as_json)
 
     def go() -> dict[str, Any]:
         chosen = parse_families(families) if families is not None else None
@@ -77,3 +83,61 @@ def episodes_command(
         console.print(f"{row['subcapability']}: "
                       + "; ".join(metric_text(m) for m in row["metrics"]),
                       markup=False, highlight=False, soft_wrap=True)
+
+
+def decisions_command(
+    bench: BenchOpt,
+    run_a: Annotated[pathlib.Path, typer.Argument(help="Candidate episode run (a).")],
+    run_b: Annotated[pathlib.Path, typer.Argument(help="Baseline episode run (b).")],
+    out: Annotated[pathlib.Path | None, typer.Option(
+        "--out", help="Write the decisions JSON here (what weekly-report --decisions "
+        "reads).")] = None,
+    cost_ceiling: Annotated[float, typer.Option(
+        "--cost-ceiling", min=0.0, max=100.0,
+        help="Largest accepted rise in dollars per incident (0.25 = +25%).")] = 0.25,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed.")] = 20261003,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Question 3 from two episode runs on the same incidents: expected repair loss (a − b,
+    clustered-bootstrap interval over worlds), sandbox repair success per dollar, cost.
+
+    Both runs must verify, be finished and cover the same incidents of --bench; an agent
+    without registered prices (--usd-per-mtok-in/out, or its models file) gets no_prices.
+    """
+    from rungbench.causal.bench.decisions import decisions_document
+    from rungbench.causal.instrument.weekly import answer_decisions
+
+    def go() -> dict[str, Any]:
+        doc = decisions_document(bench, run_a, run_b, cost_ceiling=cost_ceiling, seed=seed)
+        if out is not None:
+            out.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return {**doc, "answer": answer_decisions(doc)}
+
+    doc = run(go, as_json=as_json)
+    if as_json:
+        emit_json(doc)
+        return
+    for key in ("a", "b"):
+        r = doc["runs"][key]
+        o = r["outcomes"]
+        usd = o["usd_per_incident"]
+        console.print(f"{key} {r['agent']} ({r['run']}): {o['n']} incidents, mean expected "
+                      f"loss {o['mean_expected_loss']:.3f}, success {o['success_rate']:.3f}, "
+                      f"$/incident {usd if isinstance(usd, str) else f'{usd:.6f}'}, success/$ "
+                      f"{_num(o['success_per_usd'])}", highlight=False, markup=False)
+    d = doc["paired"]["delta"]
+    console.print(f"expected loss a − b {d['mean']:+.3f} (95% {d['low']:.3f} to {d['high']:.3f},"
+                  f" {d['n']} incidents, {d['n_clusters']} worlds)", highlight=False,
+                  markup=False)
+    spd = doc["success_per_usd"]["delta"]
+    console.print("success per $ a − b " + (spd if isinstance(spd, str) else
+                  f"{spd['mean']:+.3f} (95% {spd['low']:.3f} to {spd['high']:.3f})"),
+                  highlight=False, markup=False)
+    q = doc["answer"]
+    console.print(f"question 3: {q['answer']} ({q['why']})", highlight=False, markup=False)
+    if out is not None:
+        console.print(f"wrote {out}", highlight=False, markup=False)
+
+
+def _num(x: Any) -> str:
+    return x if isinstance(x, str) else "-" if x is None else f"{x:.3f}"

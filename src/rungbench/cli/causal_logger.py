@@ -176,14 +176,31 @@ def weekly_command(
     controls: Annotated[pathlib.Path | None, typer.Option(
         "--controls", help="Control-matrix summary JSON.")] = None,
     decisions: Annotated[pathlib.Path | None, typer.Option(
-        "--decisions", help="Sandbox expected-repair-loss comparison JSON (q. 3).")] = None,
+        "--decisions", help="Sandbox expected-repair-loss comparison JSON (q. 3), as "
+        "`causal decisions --out` writes it.")] = None,
+    decisions_from: Annotated[tuple[pathlib.Path, pathlib.Path] | None, typer.Option(
+        "--decisions-from", metavar="RUN_A RUN_B", help="Two episode runs, candidate then "
+        "baseline: compute question 3 from them (with --episode-bench).")] = None,
+    episode_bench: Annotated[pathlib.Path | None, typer.Option(
+        "--episode-bench", help="The bench both --decisions-from runs were made on.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The one-page weekly report (Markdown) from the verified store and the latest runs."""
     from rungbench.causal.instrument import detector, weekly
 
+    if decisions_from is not None and decisions is not None:
+        raise typer.BadParameter("give --decisions or --decisions-from, not both",
+                                 param_hint="--decisions-from")
+    if decisions_from is not None and episode_bench is None:
+        raise typer.BadParameter("--decisions-from needs the runs' bench (--episode-bench)",
+                                 param_hint="--episode-bench")
+
     def build() -> dict[str, Any]:
         docs = weekly.load_optional([bench, graph_vs_text, controls, decisions])
+        if decisions_from is not None and episode_bench is not None:
+            from rungbench.causal.bench.decisions import decisions_document
+
+            docs[3] = decisions_document(episode_bench, *decisions_from)
         inputs = weekly.Inputs(docs[0], docs[1], docs[2], docs[3],
                                detector.coverage_quality().to_json())
         return weekly.weekly_report(db, weekly.parse_window(week), inputs)

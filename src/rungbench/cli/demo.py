@@ -89,6 +89,20 @@ def _instrument(result: StageResult) -> None:
     console.print(result.summary["verdict"], highlight=False)
 
 
+def _decisions(result: StageResult) -> None:
+    s = result.summary
+    for key in ("a", "b"):
+        o = s["outcomes"][key]
+        console.print(f"{key} {s['agents'][key]}: {o['n']} incidents, mean expected repair loss "
+                      f"{o['mean_expected_loss']:.3f}, sandbox success {o['success_rate']:.3f}, "
+                      f"${o['usd_per_incident']:.6f} per incident, success per $ "
+                      f"{o['success_per_usd']:.1f}", highlight=False)
+    d, q = s["loss_delta"], s["question_3"]
+    console.print(f"expected loss a − b {d['mean']:+.3f} (95% {d['low']:.3f} to {d['high']:.3f}, "
+                  f"{d['n_clusters']} worlds); question 3: [bold]{q['answer']}[/] ({q['why']})",
+                  highlight=False)
+
+
 def _cladder(result: StageResult) -> None:
     s = result.summary
     console.print(f"CLadder: {s['models']} models, {s['questions']} questions; "
@@ -166,7 +180,7 @@ def _runner(result: StageResult) -> None:
 VIEWS: dict[str, Callable[[StageResult], None]] = {
     "evidence": _evidence, "stats": _stats, "causal_validation": _validation,
     "causal_bench": _causal_bench, "ablations": _ablations, "instrument": _instrument,
-    "cladder": _cladder,
+    "decisions": _decisions, "cladder": _cladder,
     "census": _census, "labels": _labels, "designs": _designs,
     "runner": _runner, "study": _study,
 }

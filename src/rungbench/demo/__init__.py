@@ -78,6 +78,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("ablations", "causal ablation matrix A0-A11, planted agent on loopback (causal)",
           "ablations"),
     Stage("instrument", "causal instrument audit, C0-C5 control matrix (causal)", "instrument"),
+    Stage("decisions", "question 3: P2 vs premature commitment episodes, repair loss and "
+          "success per dollar (causal)", "decisions"),
     Stage("cladder", "CLadder import and exact re-grade (causal)", "cladder"),
     Stage("census", "LLM Chess replay and A104 census (chess)", "census"),
     Stage("designs", "A105 byte-matched panels and E023 counterbalanced orders (design)",

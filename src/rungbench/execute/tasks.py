@@ -156,7 +156,8 @@ def open_agent(spec: AgentSpec, task: str, *, source: Path | None = None,
     task's domain; with ``serve`` it is served on loopback (``requests`` registered so it
     sees their metadata; ``server`` options go to
     :func:`~rungbench.agents.providers.serve_on_loopback`) and the provider pointed at it
-    is yielded, labelled with the spec's label.
+    is yielded, labelled with the spec's label and carrying the spec's prices (so a
+    reference agent standing in for a priced model records them in its run manifest).
     """
     from rungbench.agents.providers import serve_on_loopback
 
@@ -164,7 +165,7 @@ def open_agent(spec: AgentSpec, task: str, *, source: Path | None = None,
     try:
         if serve and spec.kind != "openai":
             with serve_on_loopback(agent, label=spec.label, requests=requests,
-                                   **server) as provider:
+                                   pricing=spec.pricing, **server) as provider:
                 yield provider
         else:
             yield agent

@@ -266,3 +266,31 @@ def test_cli_report_on_a_week_sent_through_the_socket() -> None:
         assert "Traceback" not in r.stderr
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def _decisions(lo: float, hi: float, ratio: Any, acceptable: Any) -> dict[str, Any]:
+    return {"schema": "rungbench.decisions/1",
+            "paired": {"delta": {"mean": (lo + hi) / 2, "low": lo, "high": hi, "n": 40}},
+            "success_per_usd": {"delta": {"mean": 5.0, "low": 1.0, "high": 9.0, "n": 40}},
+            "cost": {"ceiling": 0.25, "ratio": ratio, "acceptable": acceptable}}
+
+
+def test_question_3_gates_a_lower_loss_on_cost(store: Path) -> None:
+    """From an endpoint document: lower loss within the cost ceiling is yes; over it, no;
+    without prices, inconclusive (no_prices); a higher loss is no whatever it cost."""
+    def q3(doc: dict[str, Any]) -> dict[str, Any]:
+        report = weekly.weekly_report(store, WEEK, weekly.Inputs(decisions=doc))
+        return dict(report["questions"]["decisions_improve_at_acceptable_cost"])
+
+    ok = q3(_decisions(-2.0, -1.0, 1.1, True))
+    assert ok["answer"] == "yes" and ok["interval"] == [-2.0, -1.0]
+    assert ok["success_per_usd_delta"]["low"] == 1.0
+    over = q3(_decisions(-2.0, -1.0, 1.4, False))
+    assert over["answer"] == "no" and "ceiling" in over["why"]
+    unpriced = q3(_decisions(-2.0, -1.0, "no_prices", "no_prices"))
+    assert unpriced["answer"] == "inconclusive" and "no_prices" in unpriced["why"]
+    assert q3(_decisions(0.5, 1.5, 0.9, True))["answer"] == "no"
+    assert q3(_decisions(-0.5, 0.5, 0.9, True))["answer"] == "inconclusive"
+    text = weekly.to_markdown(weekly.weekly_report(store, WEEK, weekly.Inputs(
+        decisions=_decisions(-2.0, -1.0, 1.1, True))))
+    assert "success per $ a − b +5.000" in text

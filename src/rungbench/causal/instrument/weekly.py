@@ -168,8 +168,8 @@ class Inputs:
     controls: Mapping[str, Any] | None = None
     """Control-matrix summary: ``pass_rate`` and ``false_accepts`` (C4/C5)."""
     decisions: Mapping[str, Any] | None = None
-    """Sandbox comparison of expected repair loss: ``paired`` delta, lower is better
-    (question 3)."""
+    """Sandbox comparison of expected repair loss: ``paired`` delta, lower is better, and
+    (from ``rungbench causal decisions``) success per dollar and cost (question 3)."""
     detector: Mapping[str, Any] | None = None
     """Detector quality (``DetectorQuality.to_json``)."""
 
@@ -189,6 +189,36 @@ def answer_from_delta(paired: Mapping[str, Any] | None, *, lower_is_better: bool
                                                                        delta["high"]],
             "n": delta.get("n"), "why": "95% cluster-bootstrap interval"
             + (" straddles 0" if answer == "inconclusive" else " excludes 0")}
+
+
+def answer_decisions(doc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Question 3 from a ``decisions`` document (:mod:`rungbench.causal.bench.decisions`).
+
+    The expected-repair-loss delta (a − b, lower is better) decides as
+    :func:`answer_from_delta` does; a document that carries a ``cost`` block (one the
+    endpoint computed) then gates a *yes* on cost: without registered prices it is
+    inconclusive (``no_prices``: the cost is unknown, never taken as 0), and over the cost
+    ceiling it is *no* (decisions improved, not at acceptable cost). The success-per-dollar
+    delta is carried beside the answer.
+    """
+    q = answer_from_delta((doc or {}).get("paired"), lower_is_better=True)
+    cost = (doc or {}).get("cost")
+    if not isinstance(cost, Mapping):
+        return q
+    per_usd = (doc or {}).get("success_per_usd", {}).get("delta")
+    q = {**q, "success_per_usd_delta": per_usd, "usd_ratio": cost.get("ratio")}
+    if q["answer"] != "yes":
+        return q
+    if cost.get("acceptable") == "no_prices":
+        return {**q, "answer": "inconclusive",
+                "why": q["why"] + "; no_prices: dollars per incident unknown"}
+    if cost.get("acceptable") is not True:
+        ratio = cost.get("ratio")
+        shown = f"{ratio:.3f}" if isinstance(ratio, int | float) else str(ratio)
+        return {**q, "answer": "no", "why": q["why"] + f"; dollars per incident ×{shown} "
+                f"exceed the +{cost.get('ceiling')} ceiling"}
+    return {**q, "why": q["why"] + f"; dollars per incident ×{cost['ratio']:.3f} within "
+            f"+{cost['ceiling']}"}
 
 
 def derive(db: Connection, path: str, window: Window) -> dict[str, Any]:
@@ -273,12 +303,13 @@ def weekly_report(store: str | Path, window: Window, inputs: Inputs = Inputs()) 
     coverage = numbers["resolution_coverage"]["rate"]
     if coverage is None or coverage < 0.5:
         caveats.append(f"resolution coverage {coverage}: low coverage caps every other number")
-    q3 = answer_from_delta((inputs.decisions or {}).get("paired"), lower_is_better=True)
+    q3 = answer_decisions(inputs.decisions)
     if q3["answer"] != "inconclusive" and (coverage is None or coverage < 0.5):
         q3 = {**q3, "answer": "inconclusive", "why": q3["why"] + "; resolution coverage < 0.5"}
     return {
         "schema": "rungbench.weekly/1", **numbers, "caveats": caveats,
         "bench": dict(inputs.bench or {}).get("paired"),
+        "sandbox": sandbox_block(inputs.decisions),
         "query_reliability": dict(inputs.controls) if inputs.controls else None,
         "detector": dict(inputs.detector) if inputs.detector else None,
         "questions": {
@@ -290,7 +321,8 @@ def weekly_report(store: str | Path, window: Window, inputs: Inputs = Inputs()) 
                 "endpoint": "paired delta, graph arm vs text-equivalent arm, same worlds",
                 **answer_from_delta((inputs.graph_vs_text or {}).get("paired"))},
             "decisions_improve_at_acceptable_cost": {
-                "endpoint": "expected repair loss (sandbox), paired; lower is better",
+                "endpoint": "expected repair loss (sandbox), paired; lower is better; "
+                            "sandbox success per dollar",
                 **q3}},
     }
 
@@ -334,7 +366,7 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
              f"{doc['predictions']['unresolved']}; useful conclusions "
              f"{doc['useful_conclusions']['count']} (per 100 opportunities "
              f"{doc['useful_conclusions']['per_100_opportunities']}); lucky vs justified: "
-             "sandbox replay only |",
+             "sandbox replay only" + _sandbox_text(doc.get("sandbox")) + " |",
              f"| Revision and provenance | revisions {doc['revision']['revisions']}, "
              f"retractions {doc['revision']['retractions']}, graph writes "
              f"{doc['revision']['graph_writes']} |",
@@ -347,8 +379,40 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
         interval = "no interval" if q["interval"] is None else \
             f"95% [{q['interval'][0]:.3f}, {q['interval'][1]:.3f}]"
         lines.append(f"{i}. {name.replace('_', ' ')}: **{q['answer']}** — {q['endpoint']}; "
-                     f"{interval} ({q['why']})")
+                     f"{interval} ({q['why']})" + _per_usd_text(q))
     return "\n".join(lines) + "\n"
+
+
+def sandbox_block(doc: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Sandbox repair success and dollars per incident of each run of an endpoint-computed
+    ``decisions`` document (None for a hand-supplied one without runs)."""
+    runs = (doc or {}).get("runs")
+    if not isinstance(runs, Mapping):
+        return None
+    keep = ("agent", "n", "mean_expected_loss", "success_rate", "usd_per_incident")
+    return {k: {f: (r.get("agent") if f == "agent" else r.get("outcomes", {}).get(f))
+                for f in keep} for k, r in sorted(runs.items()) if isinstance(r, Mapping)}
+
+
+def _sandbox_text(block: Mapping[str, Any] | None) -> str:
+    if not block:
+        return ""
+
+    def one(r: Mapping[str, Any]) -> str:
+        usd = r["usd_per_incident"]
+        shown = usd if isinstance(usd, str) else f"${usd:.6f}"
+        return (f"{r['agent']} success {r['success_rate']:.3f}, loss "
+                f"{r['mean_expected_loss']:.3f}, {shown}/incident (n={r['n']})")
+    return "; sandbox repair: " + " vs ".join(one(r) for r in block.values())
+
+
+def _per_usd_text(q: Mapping[str, Any]) -> str:
+    if "success_per_usd_delta" not in q:
+        return ""
+    d = q["success_per_usd_delta"]
+    if not isinstance(d, Mapping):
+        return f"; success per $: {d}"
+    return f"; success per $ a − b {d['mean']:+.3f} (95% {d['low']:.3f}, {d['high']:.3f})"
 
 
 def _delta_text(paired: Mapping[str, Any]) -> str:
