@@ -80,7 +80,8 @@ def journey(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_decisions_then_weekly_report_answer_question_3(journey: dict[str, Any]) -> None:
     """`causal decisions` writes the document, prints both runs and the answer; the weekly
     report reads it, answers question 3 with the same interval and answer, and shows each
-    run's sandbox repair success in its Diagnosis and repair block."""
+    run's sandbox repair success in its Diagnosis and repair block; a second --out to the same
+    file is refused (exit 1, the file untouched) unless --force."""
     j = journey
     doc_path = j["root"] / "decisions.json"
     line = (f"rungbench causal decisions --bench {j['bench']} {j['runs']['p2']} "
@@ -103,6 +104,10 @@ def test_decisions_then_weekly_report_answer_question_3(journey: dict[str, Any])
               f"--decisions {doc_path}")
     assert text.returncode == 0
     assert "3. decisions improve at acceptable cost: **yes**" in text.stdout
+    again = rb(line)
+    assert again.returncode == 1 and "--force" in again.stderr
+    assert json.loads(doc_path.read_text()) == doc
+    assert rb(line + " --force").returncode == 0
     a = doc["runs"]["a"]["outcomes"]
     assert (f"sandbox repair: reference-p2_protocol success {a['success_rate']:.3f}, loss "
             f"{a['mean_expected_loss']:.3f}") in " ".join(text.stdout.split())

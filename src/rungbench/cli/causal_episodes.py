@@ -26,6 +26,7 @@ from rungbench.cli._agents import (
     agent_spec,
 )
 from rungbench.cli._common import JSON_OPTION, console, emit_json, run
+from rungbench.errors import InputError
 
 BenchOpt = Annotated[pathlib.Path, typer.Option("--bench", help="Built bench directory.")]
 
@@ -96,6 +97,7 @@ def decisions_command(
         "--cost-ceiling", min=0.0, max=100.0,
         help="Largest accepted rise in dollars per incident (0.25 = +25%).")] = 0.25,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Bootstrap seed.")] = 20261003,
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Question 3 from two episode runs on the same incidents: expected repair loss (a − b,
@@ -106,11 +108,16 @@ def decisions_command(
     """
     from rungbench.causal.bench.decisions import decisions_document
     from rungbench.causal.instrument.weekly import answer_decisions
+    from rungbench.evidence.store import write_atomic
 
     def go() -> dict[str, Any]:
+        if out is not None and out.exists() and not force:
+            raise InputError("refusing to overwrite an existing file (use --force)",
+                             path=str(out))
         doc = decisions_document(bench, run_a, run_b, cost_ceiling=cost_ceiling, seed=seed)
         if out is not None:
-            out.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+            write_atomic(out, text.encode("utf-8"), overwrite=force)
         return {**doc, "answer": answer_decisions(doc)}
 
     doc = run(go, as_json=as_json)
