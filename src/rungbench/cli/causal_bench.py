@@ -51,6 +51,9 @@ def build_command(
     twins: Annotated[bool, typer.Option(
         "--twins", help="Also build the matched diagnostic twins the twin-licensed failure "
         "labels need (correlation-as-causation, confounding neglect, ...).")] = False,
+    networks: Annotated[str | None, typer.Option(
+        "--networks", help="Also build the network family over imported bnlearn networks: "
+        "bundled names (alarm,child,insurance,...) or .bif paths, comma-separated.")] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -60,6 +63,8 @@ def build_command(
     (exit 3, ``exists``) unless --force. Without --families the bench is what it always
     was; with it, the next-stage families are added as cases.v2/oracle.v2 files. With
     --twins, each item that has a matched diagnostic variant gets it as a case of its own.
+    With --networks, each named network is one more world of the "network" family (rung 1-3
+    items in its own variable and state names; counterfactuals under a named coupling).
     """
     from rungbench.causal.bench.build import build_split
 
@@ -67,7 +72,8 @@ def build_command(
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
         summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force,
-                                          families=families, twins=twins), as_json=as_json)
+                                          families=families, twins=twins,
+                                          networks=networks), as_json=as_json)
     if as_json:
         emit_json(summary)
         return
