@@ -202,9 +202,11 @@ def test_every_bundled_network_is_named() -> None:
     ("alarm,nosuch", "unknown network 'nosuch'"),
     ("", "no network named"),
     ("child,child", "named twice"),
+    (f"child,{NETWORK_DIR / 'child.bif'}", "named twice"),
 ])
 def test_bad_network_names_are_refused(text: str, why: str) -> None:
-    """An unknown name, an empty list or a repeat is refused with the reason."""
+    """An unknown name, an empty list or a repeat (also a bundled name and a path of the
+    same name, which would share a world id) is refused with the reason."""
     with pytest.raises(Refusal, match=why):
         parse_networks(text)
 

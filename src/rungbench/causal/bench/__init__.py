@@ -11,13 +11,15 @@ one verified reader of sealed benches and runs. Episode families (records/2, in 
 sealed build with ``--families``): ``incidents`` (root-cause debugging, active
 experiments, interaction worlds), ``revision``, ``provenance`` (source dependence and
 negative evidence), rendered by ``episode_items``, written by ``episode_build``, scored by
-``episode_scorer``, compared by ``protocols`` (P2). May import
-``causal.scm`` and the lower layers; never ``causal.checks``.
+``episode_scorer``, compared by ``protocols`` (P2). Imported bnlearn networks (``--networks``):
+items in ``networks``, rendered by ``network_build``. May import
+``causal.scm``, the BIF reader ``causal.interop.bif`` and the lower layers; never
+``causal.checks``.
 """
 
 __all__ = [
     "audit", "build", "episode_agents", "episode_build", "episode_items", "episode_runs",
-    "episode_scorer", "episode_tools", "evaluate", "leaks", "protocols", "records",
-    "reference_agents", "report", "requests", "revision", "scorer", "taxonomy", "variants",
+    "episode_scorer", "episode_tools", "evaluate", "leaks", "network_build", "networks",
+    "protocols", "records", "reference_agents", "report", "requests", "revision", "scorer", "taxonomy", "variants",
     "verified"
 ]

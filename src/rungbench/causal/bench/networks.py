@@ -176,8 +176,9 @@ def parse_networks(text: str) -> list[str]:
         raise Refusal([Reason("bad_request", "no network named; give bundled names or .bif "
                               "paths, comma-separated", subject="networks")],
                       gate="causal build")
-    if len(set(specs)) != len(specs):
-        raise Refusal([Reason("bad_request", f"a network is named twice: {specs!r}",
+    names = [network_name(s) for s in specs]
+    if len(set(names)) != len(names):
+        raise Refusal([Reason("bad_request", f"a network is named twice: {names!r}",
                               subject="networks")], gate="causal build")
     for s in specs:
         network_path(s)
