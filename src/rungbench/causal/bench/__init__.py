@@ -20,6 +20,6 @@ items in ``networks``, rendered by ``network_build``. May import
 __all__ = [
     "audit", "build", "episode_agents", "episode_build", "episode_items", "episode_runs",
     "episode_scorer", "episode_tools", "evaluate", "leaks", "network_build", "networks",
-    "protocols", "records", "reference_agents", "report", "requests", "revision", "scorer", "taxonomy", "variants",
-    "verified"
+    "protocols", "records", "reference_agents", "report", "requests", "revision", "scorer",
+    "taxonomy", "variants", "verified"
 ]
