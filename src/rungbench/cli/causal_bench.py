@@ -227,16 +227,21 @@ def agreement_command(
                                    callback=_n_in_range)] = 1000,
     seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX,
                                       help="Generation seed.")] = 20261003,
+    networks: Annotated[str | None, typer.Option(
+        "--networks", help="Also compare on N responses over the network family of these "
+        "imported networks (as causal build --networks).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare the two independent scorers on hand cases and generated responses."""
     from rungbench.causal.checks.agreement import scorer_agreement
 
-    result = run(lambda: scorer_agreement(n, seed), as_json=as_json)
+    result = run(lambda: scorer_agreement(n, seed, networks=networks), as_json=as_json)
     if as_json:
         emit_json(result)
     else:
-        for name in ("hand", "generated"):
+        for name in ("hand", "generated", "networks"):
+            if name not in result:
+                continue
             r = result[name]
             console.print(f"{name}: {r['agree']}/{r['n']} agree ({r['rate']:.4f})")
             for d in r["disagreements"]:
