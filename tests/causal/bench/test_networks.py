@@ -17,6 +17,7 @@ from rungbench.causal.bench.networks import (
     NetworkItem,
     backdoor_adjustment,
     bundled_networks,
+    has_backdoor_path,
     load_network,
     named_event,
     network_items,
@@ -165,6 +166,26 @@ def test_identification_items_state_the_parents_as_back_door_set() -> None:
         stated = ("sum over {" + ",".join(it.adjustment) + "}" if it.adjustment
                   else f") = P({named_event(net, it.query.target)}|")
         assert stated in it.estimand
+
+
+def test_backdoor_paths_on_asia_by_hand() -> None:
+    """On asia: bronc <- smoke -> lung -> either -> dysp and lung <- smoke -> bronc -> dysp
+    are open back-door paths; either -> xray and tub -> either have none."""
+    w = load_network("asia", "w-asia").world
+    assert has_backdoor_path(w, "bronc", "dysp") and has_backdoor_path(w, "lung", "dysp")
+    assert not has_backdoor_path(w, "either", "xray")
+    assert not has_backdoor_path(w, "tub", "either")
+
+
+def test_rung2_items_prefer_confounded_pairs() -> None:
+    """On alarm every rung-2 and identification pair has an open back-door path, and on
+    several P(y | do x) differs from P(y | x) by more than tol."""
+    net, items = _items("alarm", split="dev", draws=8)
+    rung2 = [it for it in items if it.rung == 2]
+    assert len(rung2) == 16
+    for it in rung2:
+        assert has_backdoor_path(net.world, next(iter(it.query.do)), next(iter(it.query.target)))
+    assert sum(abs(it.value - (it.confusions["rung1"] or 0.0)) > 0.02 for it in rung2) >= 4
 
 
 def test_dev_holds_out_three_evidence_variables_and_multi_hop_pairs() -> None:

@@ -23,6 +23,10 @@ counterfactual of a CPT-only world depends on the coupling the CPTs leave unspec
 network's world can be built are drawn (the independent coupling exceeds its table limit on
 alarm, child and insurance, which then get comonotone counterfactuals only).
 
+Rung-2 and identification pairs are drawn among those with an open back-door path
+(:func:`has_backdoor_path`) when the network has any of the drawn kind, so that answering
+P(y | x) for P(y | do x) is detectably wrong on many of them, as on the confounded motifs.
+
 Held out by query structure (the split rule of :data:`SPLIT_SHAPES`): the test split alone
 asks rung-1 items with three evidence variables and interventions / counterfactuals whose
 treatment is a non-parent ancestor of the outcome (multi-hop); dev and validation ask one or
@@ -262,12 +266,31 @@ def _pairs(world: World, kind: str) -> list[tuple[str, str]]:
     return out
 
 
-def _pick_pair(world: World, shape: QueryShape, rng: np.random.Generator
-               ) -> tuple[str, str] | None:
+def has_backdoor_path(world: World, x: str, y: str) -> bool:
+    """Whether X and Y share an ancestor once X's outgoing edges are cut (an open back-door
+    path with nothing conditioned on), so that P(y | do x) and P(y | x) may differ."""
+    def up(start: str, cut: str | None) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for p in world.var(todo.pop()).parents:
+                if p != cut and p not in seen:
+                    seen.add(p)
+                    todo.append(p)
+        return seen
+
+    return bool(up(x, None) & up(y, x))
+
+
+def _pick_pair(world: World, shape: QueryShape, rng: np.random.Generator, *,
+               confounded: bool = False) -> tuple[str, str] | None:
+    """An (X, Y) pair of a kind the split allows; with ``confounded``, one with an open
+    back-door path when the drawn kind has any."""
     kinds = [k for k in shape.pair_kinds if _pairs(world, k)]
     if not kinds:
         return None
     pairs = _pairs(world, kinds[int(rng.integers(len(kinds)))])
+    if confounded:
+        pairs = [p for p in pairs if has_backdoor_path(world, *p)] or pairs
     return pairs[int(rng.integers(len(pairs)))]
 
 
@@ -295,7 +318,7 @@ def rung2_item(net: Network, shape: QueryShape, rng: np.random.Generator, slot: 
                ) -> NetworkItem | None:
     """P(Y=y | do(X=x)) with the CPTs shown; the rung-1 P(y | x) is its confusion."""
     w = net.world
-    pair = _pick_pair(w, shape, rng)
+    pair = _pick_pair(w, shape, rng, confounded=True)
     if pair is None:
         return None
     x, y = pair
@@ -335,7 +358,7 @@ def identification_item(net: Network, shape: QueryShape, rng: np.random.Generato
     """Is P(y | do x) identifiable from the graph and observational CPTs? Yes, by back-door
     adjustment for pa(X); the adjusted value must equal the do-oracle within 1e-9."""
     w = net.world
-    pair = _pick_pair(w, shape, rng)
+    pair = _pick_pair(w, shape, rng, confounded=True)
     if pair is None:
         return None
     x, y = pair
@@ -417,7 +440,7 @@ def _clamped(item: NetworkItem) -> NetworkItem:
 __all__ = [
     "COUPLING_TEXT", "ITEM_KINDS", "NETWORK_DIR", "NETWORK_FAMILY", "NETWORK_STRUCTURE",
     "SPLIT_SHAPES", "Network", "NetworkItem", "QueryShape", "backdoor_adjustment",
-    "bundled_networks", "draw_event", "identification_item", "load_network", "named_event",
-    "network_items", "network_name", "network_path", "parse_networks", "rung1_item", "rung2_item",
-    "rung3_item", "state_of",
+    "bundled_networks", "draw_event", "has_backdoor_path", "identification_item",
+    "load_network", "named_event", "network_items", "network_name", "network_path",
+    "parse_networks", "rung1_item", "rung2_item", "rung3_item", "state_of",
 ]
