@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -14,8 +15,8 @@ from typer.testing import CliRunner
 from rungbench.causal.bench.build import build_split
 from rungbench.causal.bench.evaluate import evaluate
 from rungbench.causal.bench.leaks import PRIVATE_KEYS, load_secrets, scan_bench, scan_public
-from rungbench.causal.bench.networks import COUPLING_TEXT, NETWORK_FAMILY
-from rungbench.causal.bench.reference_agents import reference_agent
+from rungbench.causal.bench.networks import COUPLING_TEXT, NETWORK_DIR, NETWORK_FAMILY
+from rungbench.causal.bench.reference_agents import SIGNATURES, reference_agent
 from rungbench.causal.bench.scorer import score_dict
 from rungbench.causal.bench.verified import (
     bench_cases,
@@ -186,6 +187,35 @@ def test_reference_agents_score_as_expected(bench: Path, tmp_path: Path) -> None
                 and abs((oracles[cid].confusions.rung1 or 0.0) - (oracles[cid].value or 0.0))
                 > 0.02 + 1e-12}
     assert wrong == expected and wrong
+
+
+@pytest.mark.parametrize("agent", ["rung1", "rung2_population", "resampled"])
+def test_confused_agents_get_their_signature_on_network_failures(
+    bench: Path, tmp_path: Path, agent: str
+) -> None:
+    """Each rung-confused reference agent fails some network cases and every one of those
+    failures carries its signature label."""
+    oracles = bench_oracles(open_bench(bench))
+    evaluate(bench, f"reference:{agent}", tmp_path / "run")
+    failed = [r for r in run_verdicts(open_run(tmp_path / "run"))
+              if oracles[r["verdict"]["case_id"]].family == NETWORK_FAMILY
+              and r["verdict"]["outcome"] == "wrong"]
+    assert failed
+    assert all(SIGNATURES[agent] in r["labels"] for r in failed)
+
+
+def test_a_bif_path_builds_like_a_bundled_network(tmp_path: Path) -> None:
+    """A network given as a .bif path is built under its file stem, with its source digest
+    in the private world record."""
+    path = tmp_path / "mycancer.bif"
+    path.write_bytes((NETWORK_DIR / "cancer.bif").read_bytes())
+    build_split("dev", 1, 8, tmp_path / "bench", networks=str(path))
+    worlds = [json.loads(x) for x in (tmp_path / "bench" / "private" / "worlds.jsonl")
+              .read_text().splitlines()]
+    record = worlds[-1]["network"]
+    assert record["name"] == "mycancer" and record["source"] == "mycancer.bif"
+    assert record["sha256"].endswith(hashlib.sha256(path.read_bytes()).hexdigest())
+    assert sorted(record["couplings"]) == ["comonotone", "independent"]
 
 
 def test_both_scorers_agree_on_every_network_case(bench: Path) -> None:
