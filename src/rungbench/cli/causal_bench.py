@@ -52,6 +52,9 @@ def build_command(
     twins: Annotated[bool, typer.Option(
         "--twins", help="Also build the matched diagnostic twins the twin-licensed failure "
         "labels need (correlation-as-causation, confounding neglect, ...).")] = False,
+    networks: Annotated[str | None, typer.Option(
+        "--networks", help="Also build the network family over imported bnlearn networks: "
+        "bundled names (alarm,child,insurance,...) or .bif paths, comma-separated.")] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -61,6 +64,8 @@ def build_command(
     (exit 3, ``exists``) unless --force. Without --families the bench is what it always
     was; with it, the next-stage families are added as cases.v2/oracle.v2 files. With
     --twins, each item that has a matched diagnostic variant gets it as a case of its own.
+    With --networks, each named network is one more world of the "network" family (rung 1-3
+    items in its own variable and state names; counterfactuals under a named coupling).
     """
     from rungbench.causal.bench.build import build_split
 
@@ -68,7 +73,8 @@ def build_command(
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
         summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force,
-                                          families=families, twins=twins), as_json=as_json)
+                                          families=families, twins=twins,
+                                          networks=networks), as_json=as_json)
     if as_json:
         emit_json(summary)
         return
@@ -222,16 +228,21 @@ def agreement_command(
                                    callback=_n_in_range)] = 1000,
     seed: Annotated[int, typer.Option("--seed", min=0, max=SEED_MAX,
                                       help="Generation seed.")] = 20261003,
+    networks: Annotated[str | None, typer.Option(
+        "--networks", help="Also compare on N responses over the network family of these "
+        "imported networks (as causal build --networks).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare the two independent scorers on hand cases and generated responses."""
     from rungbench.causal.checks.agreement import scorer_agreement
 
-    result = run(lambda: scorer_agreement(n, seed), as_json=as_json)
+    result = run(lambda: scorer_agreement(n, seed, networks=networks), as_json=as_json)
     if as_json:
         emit_json(result)
     else:
-        for name in ("hand", "generated"):
+        for name in ("hand", "generated", "networks"):
+            if name not in result:
+                continue
             r = result[name]
             console.print(f"{name}: {r['agree']}/{r['n']} agree ({r['rate']:.4f})")
             for d in r["disagreements"]:

@@ -18,6 +18,7 @@ from rungbench.causal.checks.agreement import (
     compare_hand,
     generated_responses,
     hand_cases,
+    network_responses,
     same_value,
     scorer_agreement,
     second_scorer_hand_cases,
@@ -73,6 +74,25 @@ def test_real_second_scorer_agreement() -> None:
     assert hand["n"] == len(hand_cases()) + 49
     assert hand["rate"] == 1.0 and not hand["disagreements"], hand["disagreements"]
     assert result["pass"]
+
+
+def test_network_responses_reach_the_outcomes_of_identifiable_items() -> None:
+    """Responses over the network family (all identifiable, numeric) reach correct, wrong,
+    false_non_id, abstain and invalid, and name network cases only."""
+    pairs = network_responses(600, 4, "child")
+    outcomes = Counter(score_dict(o, r)["outcome"] for o, r in pairs)
+    assert set(outcomes) == {"correct", "wrong", "false_non_id", "abstain", "invalid"}
+    assert {o["family"] for o, _ in pairs} == {"network"}
+
+
+def test_both_scorers_agree_on_network_items() -> None:
+    """With networks, the second scorer agrees with the first on every network response and
+    the report carries them under ``networks``; without, it has no such key."""
+    result = scorer_agreement(300, 5, networks="alarm,child")
+    nets = result["networks"]
+    assert nets["n"] == 300 and nets["rate"] == 1.0, nets["disagreements"][:3]
+    assert result["pass"]
+    assert "networks" not in scorer_agreement(50, 5)
 
 
 def test_second_scorer_cases_expand_to_full_records() -> None:

@@ -12,13 +12,15 @@ reader of sealed benches and runs. Episode families (records/2, in the sealed bu
 worlds), ``revision``, ``provenance`` (source dependence and negative evidence), rendered
 by ``episode_items``, written by ``episode_build``, scored by ``episode_scorer``, compared
 by ``protocols`` (P2); ``repair_outcomes`` and ``decisions`` compute question 3's endpoint
-(repair loss and sandbox success per dollar) from two episode runs. May import
-``causal.scm`` and the lower layers; never ``causal.checks``.
+(repair loss and sandbox success per dollar) from two episode runs. Imported bnlearn
+networks (``--networks``): items in ``networks``, rendered by ``network_build``. May
+import ``causal.scm``, the BIF reader ``causal.interop.bif`` and the lower layers; never
+``causal.checks``.
 """
 
 __all__ = [
     "audit", "build", "decisions", "episode_agents", "episode_build", "episode_items",
-    "episode_runs", "episode_scorer", "episode_tools", "evaluate", "leaks", "protocols",
-    "records", "reference_agents", "repair_outcomes", "report", "requests", "revision",
-    "scorer", "subcapabilities", "taxonomy", "variants", "verified"
+    "episode_runs", "episode_scorer", "episode_tools", "evaluate", "leaks", "network_build",
+    "networks", "protocols", "records", "reference_agents", "repair_outcomes", "report",
+    "requests", "revision", "scorer", "subcapabilities", "taxonomy", "variants", "verified"
 ]

@@ -130,6 +130,8 @@ class BuiltWorld:
     """Forward-listed minus backward-listed edges in the public listings (twins included)."""
     twins: tuple[BuiltTwin, ...] = ()
     """The matched diagnostic variants of its items (``variants``), each its own public world."""
+    network: Mapping[str, Any] | None = None
+    """An imported network's private record (``network_build``); None for generated worlds."""
 
 
 @dataclass(frozen=True)
@@ -476,6 +478,7 @@ def _world_record(b: BuiltWorld) -> dict[str, Any]:
         "witnesses": [{"item": k, "world": w.to_json(seed=0)} for k, w in b.witnesses],
         **({"twins": [{"world_id": t.world_id, "seed": t.seed, "kind": t.kind,
                        "world": t.world.to_json(seed=0)} for t in b.twins]} if b.twins else {}),
+        **({"network": dict(b.network)} if b.network is not None else {}),
     }
 
 
@@ -503,8 +506,13 @@ def build_split(
     force: bool = False,
     families: str | None = None,
     twins: bool = False,
+    networks: str | None = None,
 ) -> dict[str, Any]:
     """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary.
+
+    ``networks`` (``--networks``, comma-separated bundled names or ``.bif`` paths) adds each
+    imported network as one more world of the "network" family (:mod:`network_build`),
+    after the generated ones; without it the bench is byte for byte what it was.
 
     ``families`` (comma-separated ``incident,active,revision,provenance,negative``) adds
     those episode families as records/2 files (:mod:`episode_build`), ``n_worlds`` worlds
@@ -530,8 +538,14 @@ def build_split(
         from rungbench.causal.bench.episode_build import build_episodes, parse_families
 
         chosen = parse_families(families)
+    specs = _network_specs(networks)
     ensure_absent(out, force=force, what="causal bench")
     built = build_worlds(split, n_worlds, seed, progress, twins=twins)
+    if specs:
+        from rungbench.causal.bench.network_build import build_networks
+
+        built += build_networks(split, seed, specs,
+                                excess=sum(b.forward_excess for b in built))
     if families is not None:
         episodes = build_episodes(split, n_worlds, seed, chosen)
     with publish_dir(out, kind=BENCH_KIND, force=force) as temp:
@@ -547,6 +561,16 @@ def build_split(
     return {**manifest, "out": str(out), "leak_scan": _relocated(report.to_json(), temp, out),
             "structures": dict(sorted(Counter(b.draw.structure for b in built).items())),
             "witness_gaps": witness_gap_summary(oracles)}
+
+
+def _network_specs(networks: str | None) -> list[str]:
+    """The checked ``--networks`` specs ([] when none are asked for)."""
+    if networks is None:
+        return []
+    # Imported here: network_build imports this module.
+    from rungbench.causal.bench.networks import parse_networks
+
+    return parse_networks(networks)
 
 
 def _relocated(doc: dict[str, Any], temp: pathlib.Path, out: pathlib.Path) -> dict[str, Any]:

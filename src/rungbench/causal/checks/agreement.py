@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rungbench.causal.bench.build import build_split
+from rungbench.causal.bench.networks import NETWORK_FAMILY
 from rungbench.causal.bench.scorer import score_dict
 from rungbench.causal.bench.verified import bench_oracles, open_bench
 from rungbench.errors import InputError
@@ -141,6 +142,23 @@ def generated_responses(n: int, seed: int) -> list[tuple[dict[str, Any], dict[st
         out = pathlib.Path(tmp) / "bench"
         build_split("dev", 14, seed, out)
         oracles = [o.model_dump(mode="json") for o in bench_oracles(open_bench(out)).values()]
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(n):
+        o = oracles[int(rng.integers(len(oracles)))]
+        pairs.append((o, _perturb(o, rng)))
+    return pairs
+
+
+def network_responses(n: int, seed: int, networks: str
+                      ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``n`` (oracle, response) pairs over the network family of a dev build with
+    ``networks`` (``causal build --networks``), perturbed at random as generated ones are."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "bench"
+        build_split("dev", 1, seed, out, networks=networks)
+        oracles = [o.model_dump(mode="json") for o in bench_oracles(open_bench(out)).values()
+                   if o.family == NETWORK_FAMILY]
     rng = np.random.default_rng(seed)
     pairs = []
     for _ in range(n):
@@ -334,10 +352,14 @@ def _compare_fields(pairs: list[tuple[dict[str, Any], dict[str, Any]]], first: S
             "disagreements": disagreements}
 
 
-def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str, Any]:
+def scorer_agreement(n_generated: int = 1000, seed: int = 20261003, *,
+                     networks: str | None = None) -> dict[str, Any]:
     """Run both scorers on both hand sets and on ``n_generated`` generated responses.
 
     ``n_generated`` must lie in [1, :data:`MAX_GENERATED`] (InputError naming ``--n``).
+    With ``networks`` (``--networks``), ``n_generated`` more responses over the network
+    family of those imported networks are compared too (``networks`` in the result, held
+    to the generated threshold); without it the result is what it always was.
     """
     if not 1 <= n_generated <= MAX_GENERATED:
         raise InputError(f"must be in [1, {MAX_GENERATED}], got {n_generated}", field="n")
@@ -348,5 +370,10 @@ def scorer_agreement(n_generated: int = 1000, seed: int = 20261003) -> dict[str,
     passed = all(r["rate"] == 1.0 for r in hand["sets"].values()) \
         and (generated["rate"] or 0.0) >= 0.99 and episodes["pass"]
     # ``next_families``: the key this report has always carried for the episode families.
-    return {"hand": hand, "generated": generated, "next_families": episodes, "pass": passed,
-            "thresholds": {"hand": 1.0, "generated": 0.99}}
+    out = {"hand": hand, "generated": generated, "next_families": episodes, "pass": passed,
+           "thresholds": {"hand": 1.0, "generated": 0.99}}
+    if networks is not None:
+        nets = compare(network_responses(n_generated, seed, networks), score_dict, second)
+        out["networks"] = nets
+        out["pass"] = passed and (nets["rate"] or 0.0) >= 0.99
+    return out
