@@ -29,6 +29,16 @@ def _worlds_in_range(value: int) -> int:
     return value
 
 
+def _paraphrases_in_range(value: int) -> int:
+    """``--paraphrases`` outside [0, MAX_PARAPHRASES] is a usage error (exit 2)."""
+    from rungbench.causal.bench.paraphrases import MAX_PARAPHRASES
+
+    if not 0 <= value <= MAX_PARAPHRASES:
+        raise typer.BadParameter(f"{value} is not in [0, {MAX_PARAPHRASES}] (one per template "
+                                 "of the paraphrase table)")
+    return value
+
+
 def _n_in_range(value: int) -> int:
     """``--n`` outside [1, MAX_GENERATED] is a usage error (exit 2)."""
     from rungbench.causal.checks.agreement import MAX_GENERATED
@@ -51,6 +61,10 @@ def build_command(
     twins: Annotated[bool, typer.Option(
         "--twins", help="Also build the matched diagnostic twins the twin-licensed failure "
         "labels need (correlation-as-causation, confounding neglect, ...).")] = False,
+    paraphrases: Annotated[int, typer.Option(
+        "--paraphrases", help="Also build N paraphrase variants of every item, each worded "
+        "by a different template of the paraphrase table (at most 3).",
+        callback=_paraphrases_in_range)] = 0,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -60,6 +74,8 @@ def build_command(
     (exit 3, ``exists``) unless --force. Without --families the bench is what it always
     was; with it, the next-stage families are added as cases.v2/oracle.v2 files. With
     --twins, each item that has a matched diagnostic variant gets it as a case of its own.
+    With --paraphrases N, each item gets N cases of its own asking the same question in
+    other words (the report's transfer table compares them with the originals).
     """
     from rungbench.causal.bench.build import build_split
 
@@ -67,7 +83,8 @@ def build_command(
         run(lambda: _refuse(f"unknown split {split!r}"), as_json=as_json)
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
         summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force,
-                                          families=families, twins=twins), as_json=as_json)
+                                          families=families, twins=twins,
+                                          paraphrases=paraphrases), as_json=as_json)
     if as_json:
         emit_json(summary)
         return

@@ -123,8 +123,19 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "Recover the causal structure (up to what the data identify) among the observed "
         "variables; answer with directed edges.",
     ),
+    "mediation": (
+        "Suppose {do} is forced while {mediators} keep the values they would have taken "
+        "under {inner}. What is P({target})?",
+    ),
+    "decision": (
+        "Each occurrence of {bad} costs {loss} units. Which action minimizes the expected "
+        "loss, counting its cost? Options: {options}.",
+    ),
 }
-"""Question templates keyed by question kind; the structured ``query`` is always attached."""
+"""Question templates keyed by question kind; the structured ``query`` is always attached.
+
+``mediation`` and ``decision`` have one wording each, filled by ``build`` (their slots are
+not events alone); the paraphrase table (``paraphrases.PARAPHRASES``) has the same keys."""
 
 
 def render_question(

@@ -269,7 +269,30 @@ def bench_oracles(bench: SealedDir) -> dict[str, PrivateOracle]:
     """
     oracles = {o.case_id: o for o in bench.records(ORACLE, PrivateOracle)}
     check_variants(oracles, str(bench.path(ORACLE)))
+    check_mutations(oracles, str(bench.path(ORACLE)))
     return oracles
+
+
+MUTATION_KEEPS = ("world_id", "family", "structure", "skin", "item_type", "rung", "estimand",
+                  "scm_hash", "identifiable", "value", "bounds", "expected_loss", "true_edges")
+"""What a mutated case shares with its original: world cluster, question and answer."""
+
+
+def check_mutations(oracles: Mapping[str, PrivateOracle], where: str) -> None:
+    """Every mutated case names an original case of the bench (itself no mutation) whose
+    world cluster, question and reference answer (:data:`MUTATION_KEEPS`) it shares."""
+    for cid, o in oracles.items():
+        m = o.mutation
+        if m is None:
+            continue
+        parent = oracles.get(m.parent)
+        if parent is None or parent.mutation is not None:
+            raise IntegrityError(f"{where}: case {cid!r}: mutation parent {m.parent!r} is not "
+                                 "an original case of this bench")
+        differ = [k for k in MUTATION_KEEPS if getattr(o, k) != getattr(parent, k)]
+        if differ:
+            raise IntegrityError(f"{where}: case {cid!r}: {m.kind} differs from its original "
+                                 f"{m.parent!r} in {', '.join(differ)}")
 
 
 def check_variants(oracles: Mapping[str, PrivateOracle], where: str) -> None:
