@@ -210,3 +210,34 @@ def test_build_with_twins_adds_twin_worlds_and_the_report_counts_clusters(
     rep = _json(["report", "--run", str(run)])
     assert rep["overall"]["n_worlds"] == 8 and rep["overall"]["accuracy"] == 1.0
     assert rep["failure_labels"]["correlation_as_causation"] == 0
+
+
+def test_paraphrase_journey_build_eval_report(tmp_path: Path) -> None:
+    """build --paraphrases 2 → eval (oracle, and the agent bound to the original wording) →
+    report: the build says how many paraphrase cases it added and its leak scan is clean;
+    the report's transfer table has a paraphrase row per rung, a zero gap for the oracle and
+    a negative one (interval below zero) for the wording-bound agent, "not built" for the
+    skin swap and renaming; --paraphrases 4 is a usage error (exit 2) naming the range."""
+    bench = tmp_path / "bench"
+    built = _json(["build", "--split", "dev", "--worlds", "10", "--seed", "3",
+                   "--paraphrases", "2", "--out", str(bench)])
+    assert built["leak_scan"]["ok"] and built["paraphrases"]["cases"] == built["n_cases"] // 2
+    for agent in ("oracle", "original_wording"):
+        _json(["eval", "--bench", str(bench), "--agent", f"reference:{agent}",
+               "--out", str(tmp_path / agent)])
+    oracle = _json(["report", "--run", str(tmp_path / "oracle")])["transfer"]
+    bound = _json(["report", "--run", str(tmp_path / "original_wording")])["transfer"]
+    assert sorted(oracle) == sorted(bound) == ["1", "2", "3"]
+    for rung in bound:
+        assert oracle[rung]["paraphrase"]["gap"] == 0.0
+        assert bound[rung]["paraphrase"]["ci95_cluster_bootstrap"][1] < 0
+        assert bound[rung]["skin_swap"] == {"built": False}
+    human = CliRunner().invoke(app, ["report", "--run", str(tmp_path / "original_wording")],
+                               terminal_width=200)
+    assert human.exit_code == 0
+    assert "| 2 (intervention) | paraphrase |" in human.stdout
+    assert "| 2 (intervention) | renaming | not built |" in human.stdout
+    refused = CliRunner().invoke(app, ["build", "--split", "dev", "--seed", "3",
+                                       "--paraphrases", "4", "--out", str(tmp_path / "x")])
+    assert refused.exit_code == 2 and "[0, 3]" in refused.output
+    assert not (tmp_path / "x").exists()
