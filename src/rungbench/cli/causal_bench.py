@@ -65,6 +65,10 @@ def build_command(
         "--paraphrases", help="Also build N paraphrase variants of every item, each worded "
         "by a different template of the paraphrase table (at most 3).",
         callback=_paraphrases_in_range)] = 0,
+    skin_swap: Annotated[bool, typer.Option(
+        "--skin-swap", help="Also build each item under another domain skin's names.")] = False,
+    renaming: Annotated[bool, typer.Option(
+        "--renaming", help="Also build each item under fresh names of its own skin.")] = False,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -75,7 +79,9 @@ def build_command(
     was; with it, the next-stage families are added as cases.v2/oracle.v2 files. With
     --twins, each item that has a matched diagnostic variant gets it as a case of its own.
     With --paraphrases N, each item gets N cases of its own asking the same question in
-    other words (the report's transfer table compares them with the originals).
+    other words; with --skin-swap and --renaming, one with the names of another domain skin
+    and one with fresh names of its own (the report's transfer table compares each with the
+    originals).
     """
     from rungbench.causal.bench.build import build_split
 
@@ -84,7 +90,8 @@ def build_command(
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
         summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force,
                                           families=families, twins=twins,
-                                          paraphrases=paraphrases), as_json=as_json)
+                                          paraphrases=paraphrases, skin_swap=skin_swap,
+                                          renaming=renaming), as_json=as_json)
     if as_json:
         emit_json(summary)
         return

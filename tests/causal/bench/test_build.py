@@ -286,8 +286,8 @@ def test_default_build_keeps_its_bytes_with_zero_paraphrases(tmp_path: pathlib.P
                         "private_oracle.schema.json").read_text())
     assert set(wider["properties"]) - set(schema["properties"]) == {"mutation"}
     manifest = json.loads((tmp_path / "para" / "public" / "manifest.json").read_text())
-    assert manifest["paraphrases"] == {"cases": manifest["n_cases"] * 1 // 3,
-                                       "table": PARAPHRASE_TABLE}
+    assert manifest["mutations"] == {"cases": {"paraphrase": manifest["n_cases"] * 1 // 3},
+                                     "paraphrase_table": PARAPHRASE_TABLE}
 
 
 @pytest.mark.parametrize("n", [-1, 4])
@@ -312,3 +312,53 @@ def test_paraphrase_bench_is_deterministic_and_leak_free(
     assert '"mutation"' not in text
     ids = [json.loads(t)["case_id"] for t in text.splitlines()]
     assert ids == sorted(ids)
+
+
+@pytest.fixture(scope="module")
+def respelled(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """A dev bench with a skin swap and a renaming of every item."""
+    out = tmp_path_factory.mktemp("respelled") / "bench"
+    build_split("dev", 8, 5, out, skin_swap=True, renaming=True)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["skin_swap", "renaming"])
+def test_a_skin_swap_or_renaming_asks_the_same_question_with_other_names(
+        respelled: pathlib.Path, kind: str) -> None:
+    """Each item gets one case of the kind: under another domain skin (skin swap) or the same
+    skin with other names (renaming), listed in the same order. Mapping its listed names
+    onto the original's turns its question, query and answer back into the original's word
+    for word; its private record keeps the world cluster, value, bounds and identifiability."""
+    cases, oracles = _records(respelled)
+    mine = {cid: o for cid, o in oracles.items() if o.get("mutation", {}).get("kind") == kind}
+    originals = [cid for cid, o in oracles.items()
+                 if "mutation" not in o and o["skin"] != "nonsense"]
+    assert sorted(o["mutation"]["parent"] for o in mine.values()) == sorted(originals)
+    for cid, o in mine.items():
+        parent = oracles[o["mutation"]["parent"]]
+        case, original = cases[cid], cases[o["mutation"]["parent"]]
+        assert (case["skin"] == original["skin"]) == (kind == "renaming")
+        listed = [v["name"] for v in _listing(case)]
+        back = dict(zip(listed, [v["name"] for v in _listing(original)], strict=True))
+        assert back != {n: n for n in listed}
+        assert _respelled(case["question"], back) == original["question"]
+        assert json.loads(_respelled(json.dumps(case["query"]), back)) == original["query"]
+        for key in ("world_id", "value", "bounds", "identifiable", "estimand", "rung"):
+            assert o[key] == parent[key], key
+        assert o["mutation"].get("template") is None
+
+
+def _listing(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """The variables of a case in listing order, whatever its evidence kind."""
+    payload = case["evidence"]["payload"]
+    if "variables" in payload:
+        return list(payload["variables"])
+    if "graph" in payload:
+        return list(payload["graph"])
+    return [{"name": n} for n in payload["joint"]["names"]]
+
+
+def _respelled(text: str, names: dict[str, str]) -> str:
+    """``text`` with every name replaced by its image under ``names`` (longest names first)."""
+    pattern = re.compile("|".join(sorted(map(re.escape, names), key=len, reverse=True)))
+    return pattern.sub(lambda m: names[m.group(0)], text)

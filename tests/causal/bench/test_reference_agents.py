@@ -21,9 +21,9 @@ AGENTS = [*POLICIES, *(n for n in CASE_POLICIES if n != "original_wording")]
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A five-world dev bench with two paraphrases of every item."""
+    """A five-world dev bench with two paraphrases, a skin swap and a renaming of every item."""
     out = tmp_path_factory.mktemp("agents") / "bench"
-    build_split("dev", 5, 8, out, paraphrases=2)
+    build_split("dev", 5, 8, out, paraphrases=2, skin_swap=True, renaming=True)
     return out
 
 
@@ -32,22 +32,25 @@ def _rows(run: pathlib.Path) -> dict[str, dict[str, Any]]:
     return {r["verdict"]["case_id"]: r for r in sealed.jsonl(VERDICTS)}
 
 
-def _parents(bench: pathlib.Path) -> dict[str, str]:
+def _parents(bench: pathlib.Path, kind: str | None = None) -> dict[str, str]:
     oracles = bench_oracles(open_bench(bench))
-    return {cid: o.mutation.parent for cid, o in oracles.items() if o.mutation is not None}
+    return {cid: o.mutation.parent for cid, o in oracles.items()
+            if o.mutation is not None and kind in (None, o.mutation.kind)}
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_a_reference_agent_scores_the_same_on_a_paraphrase_as_on_its_original(
+def test_a_reference_agent_scores_the_same_on_a_mutated_case_as_on_its_original(
         bench: pathlib.Path, tmp_path: pathlib.Path, agent: str) -> None:
-    """Each paraphrase gets the verdict (outcome, error, regrets) and the failure labels its
-    original gets, under the first scorer; the second scorer, reading only the private
-    records, gives every case the first scorer's outcome."""
+    """Each paraphrase, skin swap and renaming gets the verdict (outcome, error, regrets) and
+    the failure labels its original gets, under the first scorer; the second scorer, reading
+    only the private records, gives every case the first scorer's outcome."""
     run = tmp_path / "run"
     evaluate(bench, f"reference:{agent}", run)
     rows = _rows(run)
     parents = _parents(bench)
-    assert parents
+    items = len(_parents(bench, "renaming"))
+    assert {k: len(_parents(bench, k)) for k in ("paraphrase", "skin_swap", "renaming")} == \
+        {"paraphrase": 2 * items, "skin_swap": items, "renaming": items}
     for cid, parent in parents.items():
         mine, theirs = rows[cid], rows[parent]
         assert {k: v for k, v in mine["verdict"].items() if k != "case_id"} == \
@@ -61,11 +64,12 @@ def test_a_reference_agent_scores_the_same_on_a_paraphrase_as_on_its_original(
 def test_the_original_wording_agent_is_right_on_originals_only(
         bench: pathlib.Path, tmp_path: pathlib.Path) -> None:
     """The planted agent reads the wording: every originally worded case (domain and
-    nonsense skin) is right, every paraphrase wrong or a false answer; both scorers agree."""
+    nonsense skin, skin swap, renaming) is right, every paraphrase wrong or a false answer;
+    both scorers agree."""
     run = tmp_path / "run"
     evaluate(bench, "reference:original_wording", run)
     rows = _rows(run)
-    parents = _parents(bench)
+    parents = _parents(bench, "paraphrase")
     for cid, r in rows.items():
         outcome = r["verdict"]["outcome"]
         if cid in parents:

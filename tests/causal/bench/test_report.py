@@ -162,6 +162,19 @@ def test_a_wording_bound_agent_shows_a_negative_paraphrase_gap_in_every_rung(
         assert block["nonsense_skin"]["gap"] == 0.0 and not block["nonsense_skin"]["excludes_zero"]
 
 
+def test_skin_swap_and_renaming_are_compared_like_paraphrases(tmp_path: pathlib.Path) -> None:
+    """On a bench with every mutation built, the wording-bound agent transfers to the skin
+    swap and the renaming (original wording, other names: gap 0 in every rung) and not to
+    the paraphrases (gap −1); every row is built."""
+    build_split("dev", 6, 9, tmp_path / "bench", paraphrases=1, skin_swap=True, renaming=True)
+    evaluate(tmp_path / "bench", "reference:original_wording", tmp_path / "run")
+    table = build_report(tmp_path / "run")["transfer"]
+    for block in table.values():
+        assert all(a["built"] for a in block.values())
+        assert block["skin_swap"]["gap"] == block["renaming"]["gap"] == 0.0
+        assert block["paraphrase"]["gap"] == -1.0
+
+
 def test_the_oracle_transfers_everywhere(paraphrase_runs: dict[str, pathlib.Path]) -> None:
     """The oracle is right on every mutation: every gap is 0 with the interval [0, 0]."""
     table = build_report(paraphrase_runs["oracle"])["transfer"]

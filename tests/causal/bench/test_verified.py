@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from rungbench.causal.bench.build import build_split
-from rungbench.causal.bench.records import PrivateOracle
+from rungbench.causal.bench.records import Mutation, PrivateOracle
 from rungbench.causal.bench.verified import (
     BENCH_KIND,
     bench_episodes,
@@ -224,8 +224,23 @@ def test_check_mutations_refuses_a_paraphrase_that_is_not_its_originals_question
                      (_mutated_oracle("v9-q00d", "w1-q01d", world="w2"), "world_id"),
                      (_mutated_oracle("v9-q00d", "w1-q01d", value=0.6), "value")):
         chain = _mutated_oracle("v8-q00d", "w1-q01d")
-        with pytest.raises(IntegrityError, match=f"v9-q00d.*{why}"):
+        with pytest.raises(IntegrityError, match=rf"v9-q00d.*{why}"):
             check_mutations({o.case_id: o for o in (original, chain, bad)}, "oracle.jsonl")
+
+
+def test_check_mutations_holds_a_renaming_to_its_skin_and_a_skin_swap_to_another() -> None:
+    """A renaming keeps its original's skin and a skin swap changes it; the reverse is an
+    IntegrityError naming the skin."""
+    original = _mutated_oracle("w1-q01d", "", mutation=False)
+
+    def respelled(kind: str, skin: str) -> PrivateOracle:
+        return _mutated_oracle("v9-q00d", "w1-q01d").model_copy(update={
+            "skin": skin, "mutation": Mutation(kind=kind, parent="w1-q01d")})  # type: ignore[arg-type]
+
+    for kind, good, bad in (("renaming", "linux", "physics"), ("skin_swap", "physics", "linux")):
+        check_mutations({o.case_id: o for o in (original, respelled(kind, good))}, "o.jsonl")
+        with pytest.raises(IntegrityError, match=r"v9-q00d.*skin"):
+            check_mutations({o.case_id: o for o in (original, respelled(kind, bad))}, "o.jsonl")
 
 
 def test_a_paraphrase_bench_opens_and_its_mutations_are_checked(tmp_path: pathlib.Path) -> None:

@@ -60,6 +60,7 @@ from rungbench.causal.bench.records import (
     Evidence,
     Intervention,
     Mutation,
+    MutationKind,
     PrivateOracle,
     PublicCase,
     Variant,
@@ -139,8 +140,9 @@ class BuiltWorld:
     twins: tuple[BuiltTwin, ...] = ()
     """The matched diagnostic variants of its items (``variants``), each its own public world."""
     mutated: tuple[tuple[PublicCase, PrivateOracle], ...] = ()
-    """Its paraphrase variants (``paraphrases``): each a public case with an opaque world id
-    and its private record (parent world, a mutation record naming the original case)."""
+    """Its items' mutated variants (paraphrase, skin swap, renaming): each a public case with
+    an opaque world id and its private record (parent world, a mutation record naming the
+    original case)."""
 
 
 @dataclass(frozen=True)
@@ -405,11 +407,14 @@ def _derived(world_seed: int, purpose: str) -> int:
 
 
 def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
-                excess: int = 0, twins: bool = False, paraphrases: int = 0) -> BuiltWorld:
+                excess: int = 0, twins: bool = False, paraphrases: int = 0,
+                skin_swap: bool = False, renaming: bool = False) -> BuiltWorld:
     """Draw one world and render all its items under a domain skin and the nonsense skin.
 
     With ``paraphrases`` = N, each item's domain-skin case gets N paraphrase variants
-    (:func:`paraphrase_case`).
+    (:func:`paraphrase_case`); with ``skin_swap`` one under another domain skin
+    (:func:`swapped_skin`), with ``renaming`` one under fresh names of the same skin
+    (:func:`renamed_skin`).
 
     With ``twins``, the matched diagnostic variants of its items
     (:func:`variants.diagnostic_pairs`) are rendered too, each as its own public world
@@ -451,13 +456,75 @@ def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
             built_twins.append(build_twin(split, world_seed, pair, t, parents,
                                           lean=-1 if running > 0 else 1))
             running += built_twins[-1].forward_excess
-    mutated = tuple(
+    mutated = [
         paraphrase_case(split, raw, d, skins[0], world_seed=world_seed, slot=slot,
                         shuffle=shuffle, template=t, k=k)
         for slot, raw in enumerate(raws)
-        for k, t in enumerate(paraphrase_templates(raw, world_seed, slot, paraphrases)))
+        for k, t in enumerate(paraphrase_templates(raw, world_seed, slot, paraphrases))]
+    respelled: list[tuple[MutationKind, Skin]] = []
+    if skin_swap:
+        respelled.append(("skin_swap", swapped_skin(skins[0], names, world_seed)))
+    if renaming:
+        respelled.append(("renaming", renamed_skin(skins[0], names, world_seed)))
+    mutated += [mutated_case(split, raw, d, skin, kind=kind, world_seed=world_seed, slot=slot,
+                             shuffle=shuffle)
+                for kind, skin in respelled for slot, raw in enumerate(raws)]
     return BuiltWorld(world_id, world_seed, d, tuple(cases), tuple(oracles), tuple(witnesses),
-                      running - excess, tuple(built_twins), mutated)
+                      running - excess, tuple(built_twins), tuple(mutated))
+
+
+def swapped_skin(skin: Skin, names: Sequence[str], world_seed: int) -> Skin:
+    """The skin-swap skin of a world: another domain skin, drawn from a seed derived from the
+    world's, the names drawn afresh from its pool."""
+    rng = np.random.default_rng(_derived(world_seed, "skin_swap"))
+    others = [s for s in DOMAIN_SKINS if s != skin.name]
+    return draw_skin(others[int(rng.integers(len(others)))], names, rng)
+
+
+RENAMING_TRIES = 64
+"""Fresh name draws tried for a renaming that differs from the original's."""
+
+
+def renamed_skin(skin: Skin, names: Sequence[str], world_seed: int) -> Skin:
+    """The renaming skin of a world: the same domain skin, with the names drawn afresh (from
+    a seed derived from the world's) until at least one variable's name differs."""
+    rng = np.random.default_rng(_derived(world_seed, "renaming"))
+    for _ in range(RENAMING_TRIES):
+        other = draw_skin(skin.name, names, rng)
+        if dict(other.mapping) != dict(skin.mapping):
+            return other
+    raise IntegrityError(f"no renaming of skin {skin.name!r} found in {RENAMING_TRIES} draws")
+
+
+def mutated_case(split: str, raw: RawItem, d: WorldDraw, skin: Skin, *, kind: MutationKind,
+                 world_seed: int, slot: int, shuffle: int, k: int = 0,
+                 template: int | None = None) -> tuple[PublicCase, PrivateOracle]:
+    """An item's domain-skin case mutated as ``kind`` says, as a public case of its own.
+
+    It is rendered under ``skin`` (the world's own for a paraphrase, a swapped or renamed
+    one otherwise) with the original's listing and template, over the same world; a
+    paraphrase then takes the wording of its ``template`` (:func:`paraphrase_case`). Its
+    public world id is opaque (derived from the world seed, kind, item and ``k``); its
+    private record keeps the parent's world id (one bootstrap cluster) and a mutation record
+    naming the original case.
+    """
+    parent = f"{d.world.world_id}-q{slot:02d}d"
+    public_world = world_id_of(split, _derived(world_seed, f"{kind}:{raw.key}:{k}") >> 1)
+    case_id = f"{public_world}-q00d"
+    # Rendered from the world under its public id, since a mechanism payload names its world;
+    # the private record keeps the world's own.
+    public = replace(d, world=World(public_world, d.world.variables))
+    case, _ = render_case(raw, public, skin, case_id=case_id, world_seed=world_seed,
+                          slot=slot, twin=parent, shuffle=shuffle)
+    _, orc = render_case(raw, d, skin, case_id=case_id, world_seed=world_seed, slot=slot,
+                         twin=parent, shuffle=shuffle)
+    if template is not None:
+        order = [skin.rename(v["name"]) for v in d.world.to_json(seed=shuffle)["variables"]]
+        text = render_paraphrase(question_kind(raw), template, question_slots(raw, skin, order))
+        case = case.model_copy(update={"question": text})
+    return case, orc.model_copy(update={"cf_link": None, "mutation": Mutation(
+        kind=kind, parent=parent, template=template,
+        table=PARAPHRASE_TABLE if template is not None else None)})
 
 
 def paraphrase_case(split: str, raw: RawItem, d: WorldDraw, skin: Skin, *, world_seed: int,
@@ -466,25 +533,10 @@ def paraphrase_case(split: str, raw: RawItem, d: WorldDraw, skin: Skin, *, world
     """The ``k``-th paraphrase variant of an item's domain-skin case, worded by ``template``.
 
     Same world, skin, listing, evidence, query and answer as the original case; only the
-    question text differs. Its public world id is opaque (derived from the world seed, item
-    and ``k``); its private record keeps the parent's world id (one bootstrap cluster) and
-    a mutation record naming the original case.
+    question text differs (:func:`mutated_case`).
     """
-    parent = f"{d.world.world_id}-q{slot:02d}d"
-    public_world = world_id_of(split, _derived(world_seed, f"paraphrase:{raw.key}:{k}") >> 1)
-    case_id = f"{public_world}-q00d"
-    # Rendered from the world under its public id, since a mechanism payload names its world;
-    # the private record is the original's.
-    renamed = replace(d, world=World(public_world, d.world.variables))
-    case, _ = render_case(raw, renamed, skin, case_id=case_id, world_seed=world_seed,
-                          slot=slot, twin=parent, shuffle=shuffle)
-    _, orc = render_case(raw, d, skin, case_id=case_id, world_seed=world_seed, slot=slot,
-                         twin=parent, shuffle=shuffle)
-    order = [skin.rename(v["name"]) for v in d.world.to_json(seed=shuffle)["variables"]]
-    text = render_paraphrase(question_kind(raw), template, question_slots(raw, skin, order))
-    return (case.model_copy(update={"question": text}),
-            orc.model_copy(update={"cf_link": None, "mutation": Mutation(
-                kind="paraphrase", parent=parent, template=template, table=PARAPHRASE_TABLE)}))
+    return mutated_case(split, raw, d, skin, kind="paraphrase", world_seed=world_seed,
+                        slot=slot, shuffle=shuffle, k=k, template=template)
 
 
 TWIN_LISTINGS = 4096
@@ -596,6 +648,8 @@ def build_split(
     families: str | None = None,
     twins: bool = False,
     paraphrases: int = 0,
+    skin_swap: bool = False,
+    renaming: bool = False,
 ) -> dict[str, Any]:
     """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary.
 
@@ -605,7 +659,9 @@ def build_split(
     matched diagnostic variants the twin-licensed failure labels need (:mod:`variants`):
     then cases are ordered by case id and ``world_ids`` sorted, so nothing public says
     which case is a twin of which. ``paraphrases`` (``--paraphrases N``) adds N paraphrase
-    variants of every item (:func:`paraphrase_case`), ordered the same way.
+    variants of every item (:func:`paraphrase_case`), ``skin_swap`` (``--skin-swap``) and
+    ``renaming`` (``--renaming``) one skin-swapped and one renamed variant of every item
+    (:func:`mutated_case`), all ordered the same way.
 
     The bench is written into a hidden temporary sibling, leak-scanned, sealed and
     renamed into place in one step (:func:`rungbench.evidence.sealed.publish_dir`):
@@ -626,7 +682,8 @@ def build_split(
 
         chosen = parse_families(families)
     ensure_absent(out, force=force, what="causal bench")
-    built = build_worlds(split, n_worlds, seed, progress, twins=twins, paraphrases=paraphrases)
+    built = build_worlds(split, n_worlds, seed, progress, twins=twins, paraphrases=paraphrases,
+                         skin_swap=skin_swap, renaming=renaming)
     if families is not None:
         episodes = build_episodes(split, n_worlds, seed, chosen)
     with publish_dir(out, kind=BENCH_KIND, force=force) as temp:
@@ -653,15 +710,17 @@ def _relocated(doc: dict[str, Any], temp: pathlib.Path, out: pathlib.Path) -> di
 
 def build_worlds(split: str, n_worlds: int, seed: int,
                  progress: Callable[[int], None] | None = None, *,
-                 twins: bool = False, paraphrases: int = 0) -> list[BuiltWorld]:
+                 twins: bool = False, paraphrases: int = 0, skin_swap: bool = False,
+                 renaming: bool = False) -> list[BuiltWorld]:
     """Draw and render every world of the split's plan (with their diagnostic twins when
-    ``twins``, their items' paraphrase variants when ``paraphrases``), balancing the
-    listing lean."""
+    ``twins``, their items' mutated variants when ``paraphrases``, ``skin_swap`` or
+    ``renaming``), balancing the listing lean."""
     built: list[BuiltWorld] = []
     excess = 0
     for i, (structure, wseed) in enumerate(world_plan(split, n_worlds, seed)):
         built.append(build_world(split, structure, wseed, lean=-1 if excess > 0 else 1,
-                                 excess=excess, twins=twins, paraphrases=paraphrases))
+                                 excess=excess, twins=twins, paraphrases=paraphrases,
+                                 skin_swap=skin_swap, renaming=renaming))
         excess += built[-1].forward_excess
         if progress is not None:
             progress(i + 1)
@@ -693,8 +752,7 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
         "world_ids": sorted({c["world_id"] for c in cases}) if shuffled
         else [b.world_id for b in built],
         "counts": {f"{f}/{t}": n for (f, t), n in sorted(counts.items())},
-        **({"paraphrases": {"cases": sum(len(b.mutated) for b in built),
-                            "table": PARAPHRASE_TABLE}} if with_mutations else {}),
+        **({"mutations": mutation_counts(built)} if with_mutations else {}),
     }
     _write(public / "manifest.json", _pretty(manifest))
     pfiles = {
@@ -710,13 +768,19 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
     return manifest
 
 
+def mutation_counts(built: Sequence[BuiltWorld]) -> dict[str, Any]:
+    """The public manifest's count of mutated cases per kind, and the paraphrase table."""
+    counts = Counter(o.mutation.kind for b in built for _, o in b.mutated if o.mutation)
+    return {"cases": dict(sorted(counts.items())), "paraphrase_table": PARAPHRASE_TABLE}
+
+
 def _twin_oracles(b: BuiltWorld) -> list[PrivateOracle]:
     return [o for t in b.twins for o in t.oracles]
 
 
 def public_order(built: Sequence[BuiltWorld], *, shuffled: bool) -> list[PublicCase]:
-    """Every public case, twins and paraphrases included: in build order, or (``shuffled``,
-    a bench with either) ordered by case id.
+    """Every public case, twins and mutated cases included: in build order, or
+    (``shuffled``, a bench with either) ordered by case id.
 
     Case ids begin with opaque world ids, so that order interleaves the worlds at random
     and a twin does not sit beside its parent; within a world, slot then skin.

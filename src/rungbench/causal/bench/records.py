@@ -147,25 +147,28 @@ MUTATIONS: tuple[str, ...] = ("original", "skin_swap", "nonsense_skin", "renamin
 paraphrase, domain skin swap), with the nonsense skin and the original wording, in report
 order. A case is ``original`` (domain skin, original wording) or one of the others."""
 
-MutationKind = Literal["paraphrase"]
+MutationKind = Literal["skin_swap", "renaming", "paraphrase"]
 
 
 class Mutation(_Record):
     """A case's place as a semantic mutation of another case (seed 003 "Research synthesis").
 
     Private: the mutated case is a public case of its own, with an opaque world id, and only
-    this record says which case it rewords. It keeps its parent's world (one bootstrap
-    cluster), evidence, query and answer.
+    this record says which case it mutates. It keeps its parent's world (one bootstrap
+    cluster), listing, template and answer; a paraphrase keeps its names too and changes
+    the wording, a skin swap or renaming keeps the wording and changes the names.
     """
 
     kind: MutationKind
-    """What changed: ``paraphrase`` (the question's wording, from the paraphrase table)."""
+    """What changed: ``skin_swap`` (another domain skin's names), ``renaming`` (fresh names
+    of the same skin) or ``paraphrase`` (the question's wording, from the paraphrase
+    table)."""
     parent: str
     """Case id of the original case it mutates."""
-    template: int
-    """Index of its wording in the paraphrase table, under the kind of its question."""
-    table: str
-    """Version of the paraphrase table (``paraphrases.PARAPHRASE_TABLE``)."""
+    template: int | None = None
+    """Paraphrases: index of its wording in the paraphrase table, under its question's kind."""
+    table: str | None = None
+    """Paraphrases: version of the paraphrase table (``paraphrases.PARAPHRASE_TABLE``)."""
 
 
 class PrivateOracle(_Record):
