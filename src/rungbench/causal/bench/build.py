@@ -246,12 +246,7 @@ def _question(
         mediators = [skin.rename(m) for m in raw.mediators]
         inner = skin.rename_event(raw.inner)
         query["nested"] = {"mediators": mediators, "inner_do": inner}
-        do_text = ", ".join(f"{k}={v}" for k, v in do.items())
-        inner_text = ", ".join(f"{k}={v}" for k, v in inner.items())
-        tgt = ", ".join(f"{k}={v}" for k, v in target.items())
-        text = TEMPLATES["mediation"][0].format(do=do_text, mediators=", ".join(mediators),
-                                                inner=inner_text, target=tgt)
-        return text, query
+        return TEMPLATES["mediation"][0].format(**question_slots(raw, skin, order)), query
     text = render_question(raw.template, rng, target=target, do=do, evidence=evidence,
                            order=order)
     return text, query
@@ -304,10 +299,7 @@ def _decision_question(
     raw: RawItem, skin: Skin, order: Sequence[str]
 ) -> tuple[str, dict[str, Any]]:
     bad = skin.rename_event(raw.bad_outcome)
-    bad_text = render_event(bad, order)
-    options = ", ".join(f"{action_id(a, skin)} (cost {a.cost:g})" for a in raw.actions)
-    text = TEMPLATES["decision"][0].format(bad=bad_text, loss=f"{LOSS_PER_EVENT:g}",
-                                           options=options)
+    text = TEMPLATES["decision"][0].format(**question_slots(raw, skin, order))
     return text, {"decision": {"bad_outcome": bad, "loss_per_event": LOSS_PER_EVENT}}
 
 
