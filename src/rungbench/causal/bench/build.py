@@ -71,8 +71,10 @@ from rungbench.causal.bench.skins import (
     TEMPLATES,
     Skin,
     draw_skin,
+    renamed_skin,
     render_event,
     render_question,
+    swapped_skin,
 )
 from rungbench.causal.bench.splits import STRUCTURES, split_seed, world_plan
 from rungbench.causal.bench.variants import ITEM, Pair, Twin, diagnostic_pairs
@@ -405,8 +407,8 @@ def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
 
     With ``paraphrases`` = N, each item's domain-skin case gets N paraphrase variants
     (:func:`paraphrase_case`); with ``skin_swap`` one under another domain skin
-    (:func:`swapped_skin`), with ``renaming`` one under fresh names of the same skin
-    (:func:`renamed_skin`).
+    (:func:`skins.swapped_skin`), with ``renaming`` one under fresh names of the same skin
+    (:func:`skins.renamed_skin`), each drawn from a seed derived from the world's.
 
     With ``twins``, the matched diagnostic variants of its items
     (:func:`variants.diagnostic_pairs`) are rendered too, each as its own public world
@@ -455,37 +457,16 @@ def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
         for k, t in enumerate(paraphrase_templates(raw, world_seed, slot, paraphrases))]
     respelled: list[tuple[MutationKind, Skin]] = []
     if skin_swap:
-        respelled.append(("skin_swap", swapped_skin(skins[0], names, world_seed)))
+        respelled.append(("skin_swap", swapped_skin(
+            skins[0], names, np.random.default_rng(_derived(world_seed, "skin_swap")))))
     if renaming:
-        respelled.append(("renaming", renamed_skin(skins[0], names, world_seed)))
+        respelled.append(("renaming", renamed_skin(
+            skins[0], names, np.random.default_rng(_derived(world_seed, "renaming")))))
     mutated += [mutated_case(split, raw, d, skin, kind=kind, world_seed=world_seed, slot=slot,
                              shuffle=shuffle)
                 for kind, skin in respelled for slot, raw in enumerate(raws)]
     return BuiltWorld(world_id, world_seed, d, tuple(cases), tuple(oracles), tuple(witnesses),
                       running - excess, tuple(built_twins), tuple(mutated))
-
-
-def swapped_skin(skin: Skin, names: Sequence[str], world_seed: int) -> Skin:
-    """The skin-swap skin of a world: another domain skin, drawn from a seed derived from the
-    world's, the names drawn afresh from its pool."""
-    rng = np.random.default_rng(_derived(world_seed, "skin_swap"))
-    others = [s for s in DOMAIN_SKINS if s != skin.name]
-    return draw_skin(others[int(rng.integers(len(others)))], names, rng)
-
-
-RENAMING_TRIES = 64
-"""Fresh name draws tried for a renaming that differs from the original's."""
-
-
-def renamed_skin(skin: Skin, names: Sequence[str], world_seed: int) -> Skin:
-    """The renaming skin of a world: the same domain skin, with the names drawn afresh (from
-    a seed derived from the world's) until at least one variable's name differs."""
-    rng = np.random.default_rng(_derived(world_seed, "renaming"))
-    for _ in range(RENAMING_TRIES):
-        other = draw_skin(skin.name, names, rng)
-        if dict(other.mapping) != dict(skin.mapping):
-            return other
-    raise IntegrityError(f"no renaming of skin {skin.name!r} found in {RENAMING_TRIES} draws")
 
 
 def mutated_case(split: str, raw: RawItem, d: WorldDraw, skin: Skin, *, kind: MutationKind,
