@@ -210,3 +210,45 @@ def test_build_with_twins_adds_twin_worlds_and_the_report_counts_clusters(
     rep = _json(["report", "--run", str(run)])
     assert rep["overall"]["n_worlds"] == 8 and rep["overall"]["accuracy"] == 1.0
     assert rep["failure_labels"]["correlation_as_causation"] == 0
+
+
+def test_paraphrase_journey_build_eval_report(tmp_path: Path) -> None:
+    """build --paraphrases 2 --skin-swap --renaming → eval (oracle, and the agent bound to
+    the original wording) → report: the build says how many mutated cases of each kind it
+    added and its leak scan is clean; the report's transfer table has a paraphrase row per
+    rung, a zero gap for the oracle and a negative one (interval below zero) for the
+    wording-bound agent, which transfers to the skin swap and renaming (gap 0); a bench
+    built without them says "not built"; --paraphrases 4 is a usage error (exit 2)."""
+    bench = tmp_path / "bench"
+    built = _json(["build", "--split", "dev", "--worlds", "10", "--seed", "3",
+                   "--paraphrases", "2", "--skin-swap", "--renaming", "--out", str(bench)])
+    per_kind = built["n_cases"] // 6
+    assert built["leak_scan"]["ok"]
+    assert built["mutations"]["cases"] == {"paraphrase": 2 * per_kind, "renaming": per_kind,
+                                           "skin_swap": per_kind}
+    for agent in ("oracle", "original_wording"):
+        _json(["eval", "--bench", str(bench), "--agent", f"reference:{agent}",
+               "--out", str(tmp_path / agent)])
+    oracle = _json(["report", "--run", str(tmp_path / "oracle")])["transfer"]
+    bound = _json(["report", "--run", str(tmp_path / "original_wording")])["transfer"]
+    assert sorted(oracle) == sorted(bound) == ["1", "2", "3"]
+    for rung in bound:
+        assert oracle[rung]["paraphrase"]["gap"] == 0.0
+        assert bound[rung]["paraphrase"]["ci95_cluster_bootstrap"][1] < 0
+        assert bound[rung]["skin_swap"]["gap"] == bound[rung]["renaming"]["gap"] == 0.0
+    human = CliRunner().invoke(app, ["report", "--run", str(tmp_path / "original_wording")],
+                               terminal_width=200)
+    assert human.exit_code == 0
+    assert "| 2 (intervention) | paraphrase |" in human.stdout
+    assert "| 2 (intervention) | renaming | " in human.stdout
+    _json(["build", "--split", "dev", "--worlds", "4", "--seed", "3", "--paraphrases", "1",
+           "--out", str(tmp_path / "plain")])
+    _json(["eval", "--bench", str(tmp_path / "plain"), "--agent", "reference:oracle",
+           "--out", str(tmp_path / "plain_run")])
+    plain = CliRunner().invoke(app, ["report", "--run", str(tmp_path / "plain_run")],
+                               terminal_width=200)
+    assert "| 2 (intervention) | renaming | not built |" in plain.stdout
+    refused = CliRunner().invoke(app, ["build", "--split", "dev", "--seed", "3",
+                                       "--paraphrases", "4", "--out", str(tmp_path / "x")])
+    assert refused.exit_code == 2 and "[0, 3]" in refused.output
+    assert not (tmp_path / "x").exists()

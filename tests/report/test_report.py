@@ -16,7 +16,7 @@ from rungbench.report import render_report
 from rungbench.report.inputs import INDEX, OBJECTS
 
 TABLES = ("inputs", "a104", "claim-gates", "coverage-selection", "e023", "falsifiers",
-          "rung-accuracy", "identification-causal:reference:rung1",
+          "rung-accuracy", "mutation-transfer", "identification-causal:reference:rung1",
           "controls-fixed-strict", "objects")
 """Tables the small fixture's page must hold."""
 
@@ -128,6 +128,31 @@ def test_a_sealed_run_gets_its_report_beside_it(tmp_path: Path) -> None:
     assert table.count("<tr>") == 1 + 22 + 2  # header, the seed's 22, the project's two
     assert "confounding_neglect" in table and "mechanism_fabrication" in table
     open_run(tmp_path / "run")
+
+
+def test_the_transfer_table_shows_the_paraphrase_gap_and_what_was_not_built(
+        tmp_path: Path) -> None:
+    """A run on a paraphrase bench: the page's transfer table has five rows per rung (every
+    mutation), the skin swap and renaming rows say "not built" with no accuracy, and the
+    wording-bound agent's paraphrase rows show accuracy 0 and gap −1."""
+    from rungbench.causal.bench.build import build_split
+    from rungbench.causal.bench.evaluate import evaluate
+
+    build_split("dev", 4, 5, tmp_path / "bench", paraphrases=1)
+    evaluate(tmp_path / "bench", "reference:original_wording", tmp_path / "run")
+    summary = render_report(tmp_path / "run")
+    assert summary["sections"]["transfer"] == "present"
+    page = Path(summary["report"]).read_text()
+    table = page.split('id="mutation-transfer"')[1].split("</table>")[0]
+    rows = table.split("<tr>")[2:]
+    assert len(rows) == 3 * 5
+    for rung in ("1", "2", "3"):
+        mine = [r for r in rows if f"<td>{rung}</td>" in r]
+        assert [re.findall(r"<td>(original|skin_swap|nonsense_skin|renaming|paraphrase)</td>",
+                           r) for r in mine] == [["original"], ["skin_swap"], ["nonsense_skin"],
+                                                 ["renaming"], ["paraphrase"]]
+        assert all("not built" in r for r in (mine[1], mine[3]))
+        assert "not built" not in mine[4] and "0.000" in mine[4] and "-1.000" in mine[4]
 
 
 def _flow_section(engine: dict[str, object] | None, tmp_path: Path) -> str:

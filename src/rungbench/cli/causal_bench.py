@@ -30,6 +30,16 @@ def _worlds_in_range(value: int) -> int:
     return value
 
 
+def _paraphrases_in_range(value: int) -> int:
+    """``--paraphrases`` outside [0, MAX_PARAPHRASES] is a usage error (exit 2)."""
+    from rungbench.causal.bench.paraphrases import MAX_PARAPHRASES
+
+    if not 0 <= value <= MAX_PARAPHRASES:
+        raise typer.BadParameter(f"{value} is not in [0, {MAX_PARAPHRASES}] (one per template "
+                                 "of the paraphrase table)")
+    return value
+
+
 def _n_in_range(value: int) -> int:
     """``--n`` outside [1, MAX_GENERATED] is a usage error (exit 2)."""
     from rungbench.causal.checks.agreement import MAX_GENERATED
@@ -55,6 +65,14 @@ def build_command(
     networks: Annotated[str | None, typer.Option(
         "--networks", help="Also build the network family over imported bnlearn networks: "
         "bundled names (alarm,child,insurance,...) or .bif paths, comma-separated.")] = None,
+    paraphrases: Annotated[int, typer.Option(
+        "--paraphrases", help="Also build N paraphrase variants of every item, each worded "
+        "by a different template of the paraphrase table (at most 3).",
+        callback=_paraphrases_in_range)] = 0,
+    skin_swap: Annotated[bool, typer.Option(
+        "--skin-swap", help="Also build each item under another domain skin's names.")] = False,
+    renaming: Annotated[bool, typer.Option(
+        "--renaming", help="Also build each item under fresh names of its own skin.")] = False,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -66,6 +84,11 @@ def build_command(
     --twins, each item that has a matched diagnostic variant gets it as a case of its own.
     With --networks, each named network is one more world of the "network" family (rung 1-3
     items in its own variable and state names; counterfactuals under a named coupling).
+
+    With --paraphrases N, each item gets N cases of its own asking the same question in
+    other words; with --skin-swap and --renaming, one with the names of another domain skin
+    and one with fresh names of its own (the report's transfer table compares each with the
+    originals).
     """
     from rungbench.causal.bench.build import build_split
 
@@ -74,7 +97,9 @@ def build_command(
     with progress_bar("building worlds", quiet=as_json, total=worlds) as progress:
         summary = run(lambda: build_split(split, worlds, seed, out, progress, force=force,
                                           families=families, twins=twins,
-                                          networks=networks), as_json=as_json)
+                                          networks=networks, paraphrases=paraphrases,
+                                          skin_swap=skin_swap, renaming=renaming),
+                                  as_json=as_json)
     if as_json:
         emit_json(summary)
         return

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from rungbench.causal.bench.report import label_rows
+from rungbench.causal.bench.report import NOT_BUILT, label_rows
 from rungbench.chess.studies.falsifiers import DESIGN_FALSIFIERS, FALSIFIERS
 from rungbench.chess.studies.wording import DOES_NOT_PROVE
 from rungbench.report import provenance
@@ -433,6 +433,36 @@ def rungs(inputs: Inputs) -> str:
     return "\n".join(parts)
 
 
+def transfer(inputs: Inputs) -> str:
+    """Accuracy per rung on each semantic mutation and its gap to the original cases."""
+    if not inputs.causal:
+        return absent("no causal benchmark run report")
+    parts = [paragraph(
+        "Each mutation asks an original case's question again with one thing changed: the "
+        "domain skin, the nonsense skin, the names, or the wording (a paraphrase). The gap "
+        "is mutation minus original accuracy; its interval resamples whole worlds. A "
+        "mutation the bench does not hold is 'not built', not an accuracy of 0.")]
+    rows = []
+    for s in inputs.causal:
+        agent = s.key.removeprefix("causal:")
+        for rung, block in s.document.get("transfer", {}).items():
+            for mutation, a in block.items():
+                if not a["built"]:
+                    rows.append([esc(agent), esc(rung), esc(mutation), NOT_BUILT, "—",
+                                 NOT_BUILT, "—", "—", ref(s.digest)])
+                    continue
+                gap = num(a["gap"]) if "gap" in a else "—"
+                ci = a.get("ci95_cluster_bootstrap")
+                rows.append([esc(agent), esc(rung), esc(mutation),
+                             f"{num(a['k'])}/{num(a['n'])}", num(a["n_worlds"]),
+                             num(a["accuracy"]), gap, interval(ci),
+                             ref(s.digest)])
+    parts.append(table(["agent", "rung", "mutation", "right / cases", "worlds", "accuracy",
+                        "gap vs original", "95% over worlds", "source"], rows,
+                       numeric=(4, 5, 6), table_id="mutation-transfer"))
+    return "\n".join(parts)
+
+
 def identification(inputs: Inputs) -> str:
     """The three-way identification table (truth × response) per agent."""
     if not inputs.causal:
@@ -628,6 +658,7 @@ SECTIONS: tuple[Section, ...] = (
     ("falsifiers", "Seed 001's falsifiers: verdicts", falsifiers),
     ("labels", "Label flow and exclusion reasons", label_flow),
     ("rungs", "Rung accuracy with cluster intervals", rungs),
+    ("transfer", "Transfer across mutations (skin, names, wording) per rung", transfer),
     ("identification", "Identification table", identification),
     ("failure_labels", "Failure labels (seed 003's 22 and the project's)", failure_labels),
     ("subcapabilities", "Sub-capabilities (seed 003) with their primary metrics",

@@ -122,3 +122,26 @@ def test_built_bench_public_side_says_nothing_about_twins(tmp_path: pathlib.Path
         assert t["case_id"] not in json.dumps(cases[index[parent]])
     assert [c["case_id"] for c in cases] == sorted(index)
     assert scan_bench(bench).ok
+
+
+def _paraphrase_bench(tmp_path: pathlib.Path, case: dict[str, Any]) -> pathlib.Path:
+    """A bench whose one private record is a paraphrase of case w0-q03d of world w0."""
+    bench = _bench(tmp_path, case)
+    oracle = {"case_id": "p1", "world_id": "w0", "scm_hash": "sha256:" + "cd" * 32,
+              "value": 0.25, "mutation": {"kind": "paraphrase", "parent": "w0-q03d",
+                                          "template": 1, "table": "t/1"}}
+    (bench / "private" / "oracle.jsonl").write_text(json.dumps(oracle) + "\n")
+    return bench
+
+
+def test_a_paraphrase_naming_its_original_is_a_twin_link_leak(tmp_path: pathlib.Path) -> None:
+    """A paraphrase's public record naming its original case (or that case's world) is a
+    ``twin_link`` leak, and a public ``mutation`` key is a private key; a paraphrase that
+    names neither is clean."""
+    leaky = _case(case_id="p1", question="Reworded from w0-q03d: what is P(Y=1)?")
+    kinds = [f.kind for f in scan_bench(_paraphrase_bench(tmp_path / "a", leaky)).findings]
+    assert kinds == ["twin_link", "twin_link"]
+    keyed = _case(case_id="p1", mutation={"kind": "paraphrase"})
+    report = scan_bench(_paraphrase_bench(tmp_path / "b", keyed))
+    assert [f.detail for f in report.findings] == ["private key 'mutation'"]
+    assert scan_bench(_paraphrase_bench(tmp_path / "c", _case(case_id="p1"))).ok

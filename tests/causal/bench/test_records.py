@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 from pydantic import ValidationError
 
@@ -84,3 +85,24 @@ def test_exported_schemas_describe_the_written_records(tmp_path: pathlib.Path) -
             assert set(schema.get("required", [])) <= set(record) <= set(schema["properties"])
             assert record["version"] == RECORDS_VERSION
     assert schemas["tool_event"]["properties"]["version"]["default"] == RECORDS_VERSION
+
+
+def test_a_paraphrase_bench_publishes_a_schema_its_oracle_records_satisfy(
+        tmp_path: pathlib.Path) -> None:
+    """A bench built with paraphrases exports ``json_schemas(mutations=True)``: every public
+    case and every oracle line, mutation records included, validates against the exported
+    schemas; the schema of a bench without them refuses a mutation record."""
+    bench = tmp_path / "bench"
+    build_split("dev", 2, 4, bench, paraphrases=2)
+    exported = {p.name: json.loads(p.read_text()) for p in (bench / "public" / "schemas").iterdir()}
+    assert exported == {f"{n}.schema.json": s for n, s in json_schemas(mutations=True).items()}
+    oracle_schema = exported["private_oracle.schema.json"]
+    lines = [json.loads(t) for t in (bench / "private" / "oracle.jsonl").read_text().splitlines()]
+    mutated = [o for o in lines if "mutation" in o]
+    assert len(mutated) == 2 * len(lines) // 4
+    for record in lines:
+        jsonschema.validate(record, oracle_schema)
+    for text in (bench / "public" / "cases.jsonl").read_text().splitlines():
+        jsonschema.validate(json.loads(text), exported["public_case.schema.json"])
+    with pytest.raises(jsonschema.ValidationError, match="mutation"):
+        jsonschema.validate(mutated[0], json_schemas()["private_oracle"])

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from rungbench.causal.bench.skins import SKINS, draw_skin, render_question
+from rungbench.causal.bench.skins import (
+    DOMAIN_SKINS,
+    SKINS,
+    draw_skin,
+    renamed_skin,
+    render_question,
+    swapped_skin,
+)
 
 
 def test_every_skin_pool_is_distinct_and_large_enough() -> None:
@@ -38,3 +45,18 @@ def test_question_lists_events_in_the_given_order() -> None:
                            evidence={"a": 1, "z": 0}, order=["z", "b", "a"])
     assert "z=0, a=1" in text
     assert "b=1" in text and "a=0" in text
+
+
+def test_a_skin_swap_takes_another_domain_skin_and_a_renaming_keeps_its_own() -> None:
+    """``swapped_skin`` names every variable from another domain skin's pool; ``renamed_skin``
+    from the same pool with at least one name changed; both are determined by their rng."""
+    names = ["V00", "V01", "V02", "V03"]
+    for seed in range(20):
+        skin = draw_skin("linux", names, np.random.default_rng(seed))
+        swap = swapped_skin(skin, names, np.random.default_rng([seed, 1]))
+        assert swap.name in DOMAIN_SKINS and swap.name not in ("linux", "nonsense")
+        assert set(swap.mapping.values()) <= set(SKINS[swap.name])
+        again = renamed_skin(skin, names, np.random.default_rng([seed, 2]))
+        assert again.name == "linux" and dict(again.mapping) != dict(skin.mapping)
+        assert set(again.mapping.values()) <= set(SKINS["linux"])
+        assert renamed_skin(skin, names, np.random.default_rng([seed, 2])) == again

@@ -10,10 +10,12 @@ from collections.abc import Callable
 import pytest
 
 from rungbench.causal.bench.build import build_split
-from rungbench.causal.bench.records import PrivateOracle
+from rungbench.causal.bench.records import Mutation, PrivateOracle
 from rungbench.causal.bench.verified import (
     BENCH_KIND,
     bench_episodes,
+    bench_oracles,
+    check_mutations,
     check_variants,
     has_episodes,
     open_bench,
@@ -198,3 +200,70 @@ def test_check_variants_refuses_a_broken_pair() -> None:
                 _variant_oracle("v9-q00d", "item", "w1-q01d")):
         with pytest.raises(IntegrityError, match="v9-q00d"):
             check_variants({o.case_id: o for o in (item, bad)}, "oracle.jsonl")
+
+
+def _mutated_oracle(cid: str, parent: str, world: str = "w1", value: float = 0.5,
+                    mutation: bool = True) -> PrivateOracle:
+    return PrivateOracle.model_validate({
+        "case_id": cid, "world_id": world, "family": "f", "structure": "fork",
+        "skin": "linux", "item_type": "exact", "rung": 2, "estimand": "e", "scm_hash": "h",
+        "seed": 1, "identifiable": True, "value": value,
+        **({"mutation": {"kind": "paraphrase", "parent": parent, "template": 0,
+                         "table": "rungbench.causal.paraphrases/1"}} if mutation else {})})
+
+
+def test_check_mutations_refuses_a_paraphrase_that_is_not_its_originals_question() -> None:
+    """A paraphrase of an original case with its world cluster and answer passes; one whose
+    original is absent or itself a paraphrase, or whose world or value differs, is an
+    IntegrityError naming the case (and the differing fields)."""
+    original = _mutated_oracle("w1-q01d", "", mutation=False)
+    good = _mutated_oracle("v9-q00d", "w1-q01d")
+    check_mutations({o.case_id: o for o in (original, good)}, "oracle.jsonl")
+    for bad, why in ((_mutated_oracle("v9-q00d", "w1-q07d"), "not an original"),
+                     (_mutated_oracle("v9-q00d", "v8-q00d"), "not an original"),
+                     (_mutated_oracle("v9-q00d", "w1-q01d", world="w2"), "world_id"),
+                     (_mutated_oracle("v9-q00d", "w1-q01d", value=0.6), "value")):
+        chain = _mutated_oracle("v8-q00d", "w1-q01d")
+        with pytest.raises(IntegrityError, match=rf"v9-q00d.*{why}"):
+            check_mutations({o.case_id: o for o in (original, chain, bad)}, "oracle.jsonl")
+
+
+def test_check_mutations_holds_a_renaming_to_its_skin_and_a_skin_swap_to_another() -> None:
+    """A renaming keeps its original's skin and a skin swap changes it; the reverse is an
+    IntegrityError naming the skin."""
+    original = _mutated_oracle("w1-q01d", "", mutation=False)
+
+    def respelled(kind: str, skin: str) -> PrivateOracle:
+        return _mutated_oracle("v9-q00d", "w1-q01d").model_copy(update={
+            "skin": skin, "mutation": Mutation(kind=kind, parent="w1-q01d")})  # type: ignore[arg-type]
+
+    for kind, good, bad in (("renaming", "linux", "physics"), ("skin_swap", "physics", "linux")):
+        check_mutations({o.case_id: o for o in (original, respelled(kind, good))}, "o.jsonl")
+        with pytest.raises(IntegrityError, match=r"v9-q00d.*skin"):
+            check_mutations({o.case_id: o for o in (original, respelled(kind, bad))}, "o.jsonl")
+
+
+def test_a_paraphrase_bench_opens_and_its_mutations_are_checked(tmp_path: pathlib.Path) -> None:
+    """A built paraphrase bench opens; editing one paraphrase's value (resealed) is refused
+    on reading the oracle."""
+    b = tmp_path / "b"
+    build_split("dev", 2, 4, b, paraphrases=1, families="negative")
+    oracles = bench_oracles(open_bench(b))
+    assert sum(o.mutation is not None for o in oracles.values()) == len(oracles) // 3
+    edited: list[str] = []
+
+    def edit(lines: list[str]) -> list[str]:
+        out = []
+        for text in lines:
+            record = json.loads(text)
+            if "mutation" in record and record["value"] is not None and not edited:
+                record["value"] = 0.1 if record["value"] > 0.5 else 0.9
+                edited.append(record["case_id"])
+            out.append(json.dumps(record))
+        return out
+
+    _edit(b / "private" / "oracle.jsonl", edit)
+    _reseal(b)
+    assert edited
+    with pytest.raises(IntegrityError, match="differs from its original"):
+        bench_oracles(open_bench(b))

@@ -46,6 +46,12 @@ from rungbench.causal.bench.items import (
     world_items,
 )
 from rungbench.causal.bench.leaks import scan_bench
+from rungbench.causal.bench.paraphrases import (
+    MAX_PARAPHRASES,
+    PARAPHRASE_TABLE,
+    PARAPHRASES,
+    render_paraphrase,
+)
 from rungbench.causal.bench.records import (
     BENCH_VERSION,
     RUNG_NAMES,
@@ -53,6 +59,8 @@ from rungbench.causal.bench.records import (
     Cpdag,
     Evidence,
     Intervention,
+    Mutation,
+    MutationKind,
     PrivateOracle,
     PublicCase,
     Variant,
@@ -60,10 +68,13 @@ from rungbench.causal.bench.records import (
 )
 from rungbench.causal.bench.skins import (
     DOMAIN_SKINS,
+    TEMPLATES,
     Skin,
     draw_skin,
+    renamed_skin,
     render_event,
     render_question,
+    swapped_skin,
 )
 from rungbench.causal.bench.splits import STRUCTURES, split_seed, world_plan
 from rungbench.causal.bench.variants import ITEM, Pair, Twin, diagnostic_pairs
@@ -132,6 +143,10 @@ class BuiltWorld:
     """The matched diagnostic variants of its items (``variants``), each its own public world."""
     network: Mapping[str, Any] | None = None
     """An imported network's private record (``network_build``); None for generated worlds."""
+    mutated: tuple[tuple[PublicCase, PrivateOracle], ...] = ()
+    """Its items' mutated variants (paraphrase, skin swap, renaming): each a public case with
+    an opaque world id and its private record (parent world, a mutation record naming the
+    original case)."""
 
 
 @dataclass(frozen=True)
@@ -235,15 +250,46 @@ def _question(
         mediators = [skin.rename(m) for m in raw.mediators]
         inner = skin.rename_event(raw.inner)
         query["nested"] = {"mediators": mediators, "inner_do": inner}
-        do_text = ", ".join(f"{k}={v}" for k, v in do.items())
-        inner_text = ", ".join(f"{k}={v}" for k, v in inner.items())
-        tgt = ", ".join(f"{k}={v}" for k, v in target.items())
-        text = (f"Suppose {do_text} is forced while {', '.join(mediators)} keep the values they "
-                f"would have taken under {inner_text}. What is P({tgt})?")
-        return text, query
+        return TEMPLATES["mediation"][0].format(**question_slots(raw, skin, order)), query
     text = render_question(raw.template, rng, target=target, do=do, evidence=evidence,
                            order=order)
     return text, query
+
+
+def question_kind(raw: RawItem) -> str:
+    """The template kind of an item's question (``rung1_marginal``: rung 1 without evidence)."""
+    if raw.template == "rung1" and raw.query is not None and not raw.query.evidence:
+        return "rung1_marginal"
+    return raw.template
+
+
+def question_slots(raw: RawItem, skin: Skin, order: Sequence[str]) -> dict[str, str]:
+    """The filled slots of an item's question, as its original wording fills them."""
+    if raw.template == "decision":
+        return {"bad": render_event(skin.rename_event(raw.bad_outcome), order),
+                "loss": f"{LOSS_PER_EVENT:g}",
+                "options": ", ".join(f"{action_id(a, skin)} (cost {a.cost:g})"
+                                     for a in raw.actions)}
+    q = raw.query
+    if q is None:
+        return {}
+    target, do, evidence = (skin.rename_event(e) for e in (q.target, q.do, q.evidence))
+    if raw.template == "mediation":
+        def joined(event: Mapping[str, int]) -> str:
+            return ", ".join(f"{k}={v}" for k, v in event.items())
+        return {"do": joined(do), "mediators": ", ".join(skin.rename(m) for m in raw.mediators),
+                "inner": joined(skin.rename_event(raw.inner)), "target": joined(target)}
+    given = (f", among cases with {render_event(evidence, order)}"
+             if evidence and raw.template == "rung2" else "")
+    return {"target": render_event(target, order), "do": render_event(do, order),
+            "evidence": render_event(evidence, order), "given": given}
+
+
+def paraphrase_templates(raw: RawItem, world_seed: int, slot: int, n: int) -> list[int]:
+    """The ``n`` paraphrase templates an item's variants are worded by: distinct, drawn at
+    random (seeded by world and slot) from the paraphrase table of its question kind."""
+    rng = np.random.default_rng(_derived(world_seed, f"paraphrase{slot}"))
+    return [int(i) for i in rng.permutation(len(PARAPHRASES[question_kind(raw)]))[:n]]
 
 
 def action_id(action: Action, skin: Skin) -> str:
@@ -257,10 +303,7 @@ def _decision_question(
     raw: RawItem, skin: Skin, order: Sequence[str]
 ) -> tuple[str, dict[str, Any]]:
     bad = skin.rename_event(raw.bad_outcome)
-    bad_text = render_event(bad, order)
-    options = ", ".join(f"{action_id(a, skin)} (cost {a.cost:g})" for a in raw.actions)
-    text = (f"Each occurrence of {bad_text} costs {LOSS_PER_EVENT:g} units. Which action "
-            f"minimizes the expected loss, counting its cost? Options: {options}.")
+    text = TEMPLATES["decision"][0].format(**question_slots(raw, skin, order))
     return text, {"decision": {"bad_outcome": bad, "loss_per_event": LOSS_PER_EVENT}}
 
 
@@ -360,8 +403,14 @@ def _derived(world_seed: int, purpose: str) -> int:
 
 
 def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
-                excess: int = 0, twins: bool = False) -> BuiltWorld:
+                excess: int = 0, twins: bool = False, paraphrases: int = 0,
+                skin_swap: bool = False, renaming: bool = False) -> BuiltWorld:
     """Draw one world and render all its items under a domain skin and the nonsense skin.
+
+    With ``paraphrases`` = N, each item's domain-skin case gets N paraphrase variants
+    (:func:`paraphrase_case`); with ``skin_swap`` one under another domain skin
+    (:func:`skins.swapped_skin`), with ``renaming`` one under fresh names of the same skin
+    (:func:`skins.renamed_skin`), each drawn from a seed derived from the world's.
 
     With ``twins``, the matched diagnostic variants of its items
     (:func:`variants.diagnostic_pairs`) are rendered too, each as its own public world
@@ -403,8 +452,66 @@ def build_world(split: str, structure: str, world_seed: int, lean: int = 1, *,
             built_twins.append(build_twin(split, world_seed, pair, t, parents,
                                           lean=-1 if running > 0 else 1))
             running += built_twins[-1].forward_excess
+    mutated = [
+        paraphrase_case(split, raw, d, skins[0], world_seed=world_seed, slot=slot,
+                        shuffle=shuffle, template=t, k=k)
+        for slot, raw in enumerate(raws)
+        for k, t in enumerate(paraphrase_templates(raw, world_seed, slot, paraphrases))]
+    respelled: list[tuple[MutationKind, Skin]] = []
+    if skin_swap:
+        respelled.append(("skin_swap", swapped_skin(
+            skins[0], names, np.random.default_rng(_derived(world_seed, "skin_swap")))))
+    if renaming:
+        respelled.append(("renaming", renamed_skin(
+            skins[0], names, np.random.default_rng(_derived(world_seed, "renaming")))))
+    mutated += [mutated_case(split, raw, d, skin, kind=kind, world_seed=world_seed, slot=slot,
+                             shuffle=shuffle)
+                for kind, skin in respelled for slot, raw in enumerate(raws)]
     return BuiltWorld(world_id, world_seed, d, tuple(cases), tuple(oracles), tuple(witnesses),
-                      running - excess, tuple(built_twins))
+                      running - excess, tuple(built_twins), mutated=tuple(mutated))
+
+
+def mutated_case(split: str, raw: RawItem, d: WorldDraw, skin: Skin, *, kind: MutationKind,
+                 world_seed: int, slot: int, shuffle: int, k: int = 0,
+                 template: int | None = None) -> tuple[PublicCase, PrivateOracle]:
+    """An item's domain-skin case mutated as ``kind`` says, as a public case of its own.
+
+    It is rendered under ``skin`` (the world's own for a paraphrase, a swapped or renamed
+    one otherwise) with the original's listing and template, over the same world; a
+    paraphrase then takes the wording of its ``template`` (:func:`paraphrase_case`). Its
+    public world id is opaque (derived from the world seed, kind, item and ``k``); its
+    private record keeps the parent's world id (one bootstrap cluster) and a mutation record
+    naming the original case.
+    """
+    parent = f"{d.world.world_id}-q{slot:02d}d"
+    public_world = world_id_of(split, _derived(world_seed, f"{kind}:{raw.key}:{k}") >> 1)
+    case_id = f"{public_world}-q00d"
+    # Rendered from the world under its public id, since a mechanism payload names its world;
+    # the private record keeps the world's own.
+    public = replace(d, world=World(public_world, d.world.variables))
+    case, _ = render_case(raw, public, skin, case_id=case_id, world_seed=world_seed,
+                          slot=slot, twin=parent, shuffle=shuffle)
+    _, orc = render_case(raw, d, skin, case_id=case_id, world_seed=world_seed, slot=slot,
+                         twin=parent, shuffle=shuffle)
+    if template is not None:
+        order = [skin.rename(v["name"]) for v in d.world.to_json(seed=shuffle)["variables"]]
+        text = render_paraphrase(question_kind(raw), template, question_slots(raw, skin, order))
+        case = case.model_copy(update={"question": text})
+    return case, orc.model_copy(update={"cf_link": None, "mutation": Mutation(
+        kind=kind, parent=parent, template=template,
+        table=PARAPHRASE_TABLE if template is not None else None)})
+
+
+def paraphrase_case(split: str, raw: RawItem, d: WorldDraw, skin: Skin, *, world_seed: int,
+                    slot: int, shuffle: int, template: int, k: int
+                    ) -> tuple[PublicCase, PrivateOracle]:
+    """The ``k``-th paraphrase variant of an item's domain-skin case, worded by ``template``.
+
+    Same world, skin, listing, evidence, query and answer as the original case; only the
+    question text differs (:func:`mutated_case`).
+    """
+    return mutated_case(split, raw, d, skin, kind="paraphrase", world_seed=world_seed,
+                        slot=slot, shuffle=shuffle, k=k, template=template)
 
 
 TWIN_LISTINGS = 4096
@@ -496,6 +603,16 @@ def check_world_count(n_worlds: int) -> int:
     return n_worlds
 
 
+def check_paraphrase_count(n: int) -> int:
+    """Return ``n`` if it is in [0, :data:`MAX_PARAPHRASES`]; refuse (``bad_request``)."""
+    if not 0 <= n <= MAX_PARAPHRASES:
+        raise Refusal([Reason("bad_request", f"the number of paraphrases per item must be in "
+                              f"[0, {MAX_PARAPHRASES}] (one per template of the paraphrase "
+                              f"table), got {n}", subject="paraphrases",
+                              data={"max_paraphrases": MAX_PARAPHRASES})], gate="causal build")
+    return n
+
+
 def build_split(
     split: str,
     n_worlds: int,
@@ -507,6 +624,9 @@ def build_split(
     families: str | None = None,
     twins: bool = False,
     networks: str | None = None,
+    paraphrases: int = 0,
+    skin_swap: bool = False,
+    renaming: bool = False,
 ) -> dict[str, Any]:
     """Build ``split`` with ``n_worlds`` worlds from ``seed`` into ``out``; return a summary.
 
@@ -519,7 +639,10 @@ def build_split(
     of them drawn from the split's own seed stream. ``twins`` (``--twins``) adds the
     matched diagnostic variants the twin-licensed failure labels need (:mod:`variants`):
     then cases are ordered by case id and ``world_ids`` sorted, so nothing public says
-    which case is a twin of which.
+    which case is a twin of which. ``paraphrases`` (``--paraphrases N``) adds N paraphrase
+    variants of every item (:func:`paraphrase_case`), ``skin_swap`` (``--skin-swap``) and
+    ``renaming`` (``--renaming``) one skin-swapped and one renamed variant of every item
+    (:func:`mutated_case`), all ordered the same way.
 
     The bench is written into a hidden temporary sibling, leak-scanned, sealed and
     renamed into place in one step (:func:`rungbench.evidence.sealed.publish_dir`):
@@ -527,6 +650,7 @@ def build_split(
     (``exists``) unless ``force``.
     """
     check_world_count(n_worlds)
+    check_paraphrase_count(paraphrases)
     if split not in STRUCTURES:
         raise Refusal([Reason("bad_request", f"unknown split {split!r}; known: "
                               f"{', '.join(STRUCTURES)}", subject="split")],
@@ -540,7 +664,8 @@ def build_split(
         chosen = parse_families(families)
     specs = _network_specs(networks)
     ensure_absent(out, force=force, what="causal bench")
-    built = build_worlds(split, n_worlds, seed, progress, twins=twins)
+    built = build_worlds(split, n_worlds, seed, progress, twins=twins, paraphrases=paraphrases,
+                         skin_swap=skin_swap, renaming=renaming)
     if specs:
         from rungbench.causal.bench.network_build import build_networks
 
@@ -582,14 +707,17 @@ def _relocated(doc: dict[str, Any], temp: pathlib.Path, out: pathlib.Path) -> di
 
 def build_worlds(split: str, n_worlds: int, seed: int,
                  progress: Callable[[int], None] | None = None, *,
-                 twins: bool = False) -> list[BuiltWorld]:
+                 twins: bool = False, paraphrases: int = 0, skin_swap: bool = False,
+                 renaming: bool = False) -> list[BuiltWorld]:
     """Draw and render every world of the split's plan (with their diagnostic twins when
-    ``twins``), balancing the listing lean."""
+    ``twins``, their items' mutated variants when ``paraphrases``, ``skin_swap`` or
+    ``renaming``), balancing the listing lean."""
     built: list[BuiltWorld] = []
     excess = 0
     for i, (structure, wseed) in enumerate(world_plan(split, n_worlds, seed)):
         built.append(build_world(split, structure, wseed, lean=-1 if excess > 0 else 1,
-                                 excess=excess, twins=twins))
+                                 excess=excess, twins=twins, paraphrases=paraphrases,
+                                 skin_swap=skin_swap, renaming=renaming))
         excess += built[-1].forward_excess
         if progress is not None:
             progress(i + 1)
@@ -603,12 +731,14 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
     public.mkdir(parents=True, exist_ok=True)
     private.mkdir(parents=True, exist_ok=True)
     os.chmod(private, 0o700)
-    with_twins = any(b.twins for b in built)
-    cases = [c.model_dump(mode="json") for c in public_order(built, shuffled=with_twins)]
-    by_id = {o.case_id: o for b in built for o in (*b.oracles, *_twin_oracles(b))}
+    with_mutations = any(b.mutated for b in built)
+    shuffled = with_mutations or any(b.twins for b in built)
+    cases = [c.model_dump(mode="json") for c in public_order(built, shuffled=shuffled)]
+    by_id = {o.case_id: o for b in built
+             for o in (*b.oracles, *_twin_oracles(b), *(o for _, o in b.mutated))}
     oracles = [by_id[c["case_id"]].model_dump(mode="json") for c in cases]
     files = {"cases.jsonl": _write(public / "cases.jsonl", _jsonl(cases))}
-    schema_paths = write_schemas(public / "schemas")
+    schema_paths = write_schemas(public / "schemas", mutations=with_mutations)
     for p in schema_paths:
         files[f"schemas/{p.name}"] = bytes_digest(p.read_bytes())
     counts = Counter((o["family"], o["item_type"]) for o in oracles)
@@ -616,9 +746,10 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
         "schema": BENCH_SCHEMA, "split": split, "bench_version": BENCH_VERSION,
         "n_worlds": len(built), "n_cases": len(cases), "files": files,
         "digest": files["cases.jsonl"],
-        "world_ids": sorted({c["world_id"] for c in cases}) if with_twins
+        "world_ids": sorted({c["world_id"] for c in cases}) if shuffled
         else [b.world_id for b in built],
         "counts": {f"{f}/{t}": n for (f, t), n in sorted(counts.items())},
+        **({"mutations": mutation_counts(built)} if with_mutations else {}),
     }
     _write(public / "manifest.json", _pretty(manifest))
     pfiles = {
@@ -634,18 +765,25 @@ def write_bench(root: pathlib.Path, split: str, seed: int,
     return manifest
 
 
+def mutation_counts(built: Sequence[BuiltWorld]) -> dict[str, Any]:
+    """The public manifest's count of mutated cases per kind, and the paraphrase table."""
+    counts = Counter(o.mutation.kind for b in built for _, o in b.mutated if o.mutation)
+    return {"cases": dict(sorted(counts.items())), "paraphrase_table": PARAPHRASE_TABLE}
+
+
 def _twin_oracles(b: BuiltWorld) -> list[PrivateOracle]:
     return [o for t in b.twins for o in t.oracles]
 
 
 def public_order(built: Sequence[BuiltWorld], *, shuffled: bool) -> list[PublicCase]:
-    """Every public case, twins included: in build order, or (``shuffled``, a bench with
-    twins) ordered by case id.
+    """Every public case, twins and mutated cases included: in build order, or
+    (``shuffled``, a bench with either) ordered by case id.
 
     Case ids begin with opaque world ids, so that order interleaves the worlds at random
     and a twin does not sit beside its parent; within a world, slot then skin.
     """
-    cases = [c for b in built for c in (*b.cases, *(c for t in b.twins for c in t.cases))]
+    cases = [c for b in built for c in (*b.cases, *(c for t in b.twins for c in t.cases),
+                                        *(c for c, _ in b.mutated))]
     return sorted(cases, key=lambda c: c.case_id) if shuffled else cases
 
 

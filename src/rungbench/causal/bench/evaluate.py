@@ -68,6 +68,7 @@ from rungbench.causal.bench.taxonomy import (
     with_fabrication,
     with_twin_label,
 )
+from rungbench.causal.bench.variants import ITEM
 from rungbench.causal.bench.verified import (
     PUBLIC_MANIFEST,
     RESPONSES,
@@ -150,11 +151,17 @@ def case_keys(o: AnyOracle) -> dict[str, Any]:
     """The report keys of a case: world (cluster), family, rung, item type, truth, skin, and
     the payloads it asks for (``subcapabilities.asked_payloads``: which metric it feeds).
 
-    A records/2 case adds its version, episode, stage and identified set (revision metrics).
+    A records/2 case adds its version, episode, stage and identified set (revision metrics);
+    a mutated case its mutation kind and a diagnostic twin its twin kind (the transfer table,
+    ``report.transfer_table``, reads them; a case with neither has neither key).
     """
     keys: dict[str, Any] = {
         "world_id": o.world_id, "family": o.family, "rung": o.rung, "item_type": o.item_type,
         "identifiable": o.identifiable, "skin": o.skin, "asks": asked_payloads(o)}
+    if isinstance(o, PrivateOracle) and o.mutation is not None:
+        keys["mutation"] = o.mutation.kind
+    if isinstance(o, PrivateOracle) and o.variant is not None and o.variant.kind != ITEM:
+        keys["twin"] = o.variant.kind
     if isinstance(o, EpisodeOracle):
         keys.update({"version": o.version, "episode_id": o.episode_id, "stage": o.stage,
                      "identified_set": o.identified_set})

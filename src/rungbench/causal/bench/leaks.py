@@ -21,7 +21,9 @@ the information and decision values of every menu entry; the keys only records/2
 oracles carry (``true_cause``, ``alt_causes`` …) are private keys.
 
 Diagnostic pairs (``variants``) add theirs: the twins' seeds, the confused values of their
-variant records, and the ``variant`` key itself.
+variant records, and the ``variant`` key itself. Paraphrase variants (``paraphrases``) add
+the ``mutation`` key, and a paraphrase's public record may not name its original case or
+that case's world (``twin_link``, as for twins).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ PRIVATE_KEYS: frozenset[str] = frozenset({
     "alt_causes", "previous_set",
     # diagnostic pairs (``variants``): which case is a twin of which, and of what
     "variant", "confused", "order_agrees",
+    # semantic mutations (``paraphrases``): which case a paraphrase rewords
+    "mutation",
 })
 """Keys that only private records carry."""
 
@@ -94,8 +98,8 @@ class Secrets:
     values: tuple[float, ...]
     """Private reference numbers (values, bound ends, confusion values) not 0 or 1."""
     links: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """Twin case id -> its parent case id and parent world id, which its public record must
-    not name (nothing public may say which case is a twin of which)."""
+    """Twin or paraphrase case id -> its parent case id and parent world id, which its public
+    record must not name (nothing public may say which case is a variant of which)."""
 
 
 def _jsonl(path: pathlib.Path) -> Iterator[dict[str, Any]]:
@@ -121,6 +125,8 @@ def load_secrets(private: pathlib.Path) -> Secrets:
         nums += variant.get("confused", [])
         if variant.get("kind") not in (None, "item"):
             links[str(o["case_id"])] = (str(variant["parent"]), str(o["world_id"]))
+        if o.get("mutation"):
+            links[str(o["case_id"])] = (str(o["mutation"]["parent"]), str(o["world_id"]))
         values.update(float(v) for v in nums if v is not None and 0.0 < float(v) < 1.0)
     _add_episode_secrets(private, strings, values)
     strings = {s for s in strings if len(s) >= 6}

@@ -142,6 +142,35 @@ class Variant(_Record):
     """Listing-order pairs: whether every edge is listed parent first in this case."""
 
 
+MUTATIONS: tuple[str, ...] = ("original", "skin_swap", "nonsense_skin", "renaming", "paraphrase")
+"""The semantic mutations of seed 003 "Research synthesis" (Corr2Cause: renaming,
+paraphrase, domain skin swap), with the nonsense skin and the original wording, in report
+order. A case is ``original`` (domain skin, original wording) or one of the others."""
+
+MutationKind = Literal["skin_swap", "renaming", "paraphrase"]
+
+
+class Mutation(_Record):
+    """A case's place as a semantic mutation of another case (seed 003 "Research synthesis").
+
+    Private: the mutated case is a public case of its own, with an opaque world id, and only
+    this record says which case it mutates. It keeps its parent's world (one bootstrap
+    cluster), listing, template and answer; a paraphrase keeps its names too and changes
+    the wording, a skin swap or renaming keeps the wording and changes the names.
+    """
+
+    kind: MutationKind
+    """What changed: ``skin_swap`` (another domain skin's names), ``renaming`` (fresh names
+    of the same skin) or ``paraphrase`` (the question's wording, from the paraphrase
+    table)."""
+    parent: str
+    """Case id of the original case it mutates."""
+    template: int | None = None
+    """Paraphrases: index of its wording in the paraphrase table, under its question's kind."""
+    table: str | None = None
+    """Paraphrases: version of the paraphrase table (``paraphrases.PARAPHRASE_TABLE``)."""
+
+
 class PrivateOracle(_Record):
     """What only the scorer sees for one item (seed 003 ``private_oracle``, CONTRACTS §3)."""
 
@@ -197,14 +226,22 @@ class PrivateOracle(_Record):
     """Experiment-choice items: expected information gain per experiment."""
     variant: Variant | None = None
     """Matched diagnostic pair the case belongs to (twins and their items; absent otherwise)."""
+    mutation: Mutation | None = None
+    """The case it is a semantic mutation of (paraphrases; absent otherwise)."""
 
     @model_serializer(mode="wrap")
     def _without_absent_variant(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A record outside any diagnostic pair serializes as it did before pairs existed."""
+        """A record outside any diagnostic pair and any mutation serializes as it did before
+        either existed."""
         out: dict[str, Any] = handler(self)
-        if out.get("variant", 0) is None:
-            del out["variant"]
+        for key in OPTIONAL_ORACLE_FIELDS:
+            if out.get(key, 0) is None:
+                del out[key]
         return out
+
+
+OPTIONAL_ORACLE_FIELDS = ("variant", "mutation")
+"""Private oracle fields left out of a record that has none."""
 
 
 class AgentResponse(_Record):
@@ -364,14 +401,28 @@ def _write_schema_files(directory: pathlib.Path, schemas: dict[str, dict[str, An
     return paths
 
 
-def json_schemas() -> dict[str, dict[str, Any]]:
-    """Return the JSON Schema of every record, each tagged with the records version."""
-    return _tagged_schemas(SCHEMA_MODELS, RECORDS_VERSION)
+def json_schemas(*, mutations: bool = False) -> dict[str, dict[str, Any]]:
+    """Return the JSON Schema of every record, each tagged with the records version.
+
+    Without ``mutations`` the private_oracle schema is the one a bench without semantic
+    mutations publishes: no ``mutation`` property (such a record is then refused, as its
+    ``additionalProperties`` is false), so a bench built without ``--paraphrases`` keeps
+    its bytes.
+    """
+    schemas = _tagged_schemas(SCHEMA_MODELS, RECORDS_VERSION)
+    if not mutations:
+        oracle = schemas["private_oracle"]
+        del oracle["properties"]["mutation"]
+        del oracle["$defs"]["Mutation"]
+    return schemas
 
 
-def write_schemas(directory: pathlib.Path) -> list[pathlib.Path]:
-    """Write ``<name>.schema.json`` for every record into ``directory``; return the paths."""
-    return _write_schema_files(directory, json_schemas(), ".schema.json")
+def write_schemas(directory: pathlib.Path, *, mutations: bool = False) -> list[pathlib.Path]:
+    """Write ``<name>.schema.json`` for every record into ``directory``; return the paths.
+
+    ``mutations``: the bench holds mutated cases (:func:`json_schemas`).
+    """
+    return _write_schema_files(directory, json_schemas(mutations=mutations), ".schema.json")
 
 
 # ---------------------------------------------------------------- records/2

@@ -22,6 +22,9 @@ taxonomy": each confused agent must show its own label on its failures,
 ``mediator_misuse``       on mediation pairs, answers Σ_m P(y | x, m) P(m)
 ``temporal_order``        on listing-order pairs, orients edges by listing position
 ``overconfident``         a wrong value, no confused reading, at confidence 0.95
+``original_wording``      the reference answer on questions worded by an original
+                          template, a wrong one on every other wording (a planted
+                          agent that does not transfer to paraphrases)
 ========================  ==================================================
 
 Episode families (records/2, :data:`EPISODE_POLICIES`): ``oracle``,
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rungbench.causal.bench.incidents import JOINT_SEP
+from rungbench.causal.bench.paraphrases import is_original_wording
 from rungbench.causal.bench.records import (
     AgentResponse,
     EpisodeCase,
@@ -185,6 +189,36 @@ def _overconfident(o: PrivateOracle) -> dict[str, Any]:
     return {"status": "answer", "value": away_from(avoid, o.tol)}
 
 
+def wrong_answer(o: PrivateOracle) -> dict[str, Any]:
+    """A response the scorer marks wrong (or a false answer on a non-identifiable item).
+
+    A value far from the reference and from every confused reading; on a bounds item
+    degenerate bounds at such a value; on a decision item the costliest action; on a
+    discovery item no edges (every discovery item has at least two).
+    """
+    c = o.confusions
+    avoid = [v for v in (o.value, *(o.bounds or ()), c.rung1, c.rung2_population, c.resampled)
+             if v is not None]
+    if o.identifiable and o.cpdag is not None:
+        return {"status": "answer", "edges": []}
+    if o.identifiable and o.expected_loss is not None:
+        loss = o.expected_loss
+        return {"status": "answer", "action": max(sorted(loss), key=lambda a: loss[a])}
+    if o.identifiable and o.eig_bits is not None:
+        eig = o.eig_bits
+        return {"status": "answer", "experiment": min(sorted(eig), key=lambda x: eig[x])}
+    value = away_from(avoid, o.tol)
+    if o.bounds is not None:
+        return {"status": "answer", "bounds": (value, value)}
+    return {"status": "answer", "value": value}
+
+
+def _original_wording(o: PrivateOracle, case: PublicCase) -> dict[str, Any]:
+    """The reference answer when the question is worded by an original template
+    (``paraphrases.is_original_wording``, read from the public text), else a wrong one."""
+    return _oracle_fields(o) if is_original_wording(case.question) else wrong_answer(o)
+
+
 POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {
     "oracle": (_oracle_fields, 1.0),
     "rung1": (_rung1, 0.95),
@@ -208,8 +242,10 @@ elsewhere, with confidence below the certainty bar, so each failure carries one 
 CASE_POLICIES: dict[str, tuple[Callable[[PrivateOracle, PublicCase], dict[str, Any]],
                                float]] = {
     "temporal_order": (_temporal_order, 0.8),
+    "original_wording": (_original_wording, 0.8),
 }
-"""Reference agents whose answer also reads the public case (its listing order)."""
+"""Reference agents whose answer also reads the public case (its listing order, its
+wording)."""
 
 SIGNATURES: dict[str, str] = {
     "rung1": "observation_intervention_confusion",

@@ -18,6 +18,12 @@ and experiment regret per family and the revision rates (seed 003 "Deterministic
 
 Every report holds the sub-capability table (``subcapabilities``): one row per seed 003
 "Observable sub-capabilities" row with its primary metric, or ``not exercised``.
+
+The transfer table (:func:`transfer_table`) gives, per rung, the accuracy on each semantic
+mutation of seed 003 "Research synthesis" (original, skin swap, nonsense skin, renaming,
+paraphrase) and the transfer gap, mutation minus original, with a cluster-bootstrap
+interval over worlds (a mutated case keeps its original's world as its cluster). A
+mutation the bench does not hold is ``not built``, never an accuracy of 0.
 """
 
 from __future__ import annotations
@@ -25,17 +31,23 @@ from __future__ import annotations
 import itertools
 import pathlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from rungbench.causal.bench.evaluate import episode_summary
-from rungbench.causal.bench.records import EPISODE_OUTCOMES, OUTCOMES
+from rungbench.causal.bench.records import EPISODE_OUTCOMES, MUTATIONS, OUTCOMES, RUNG_NAMES
 from rungbench.causal.bench.subcapabilities import subcapability_table, to_markdown_lines
 from rungbench.causal.bench.taxonomy import ALL_LABELS, PROJECT_EVIDENCE, TAXONOMY
 from rungbench.causal.bench.verified import open_run, run_verdicts
-from rungbench.stats import clopper_pearson, paired_cluster_bootstrap
+from rungbench.errors import InputError
+from rungbench.stats import (
+    clopper_pearson,
+    cluster_ratio_draws,
+    nan_interval,
+    paired_cluster_bootstrap,
+)
 
 RIGHT = ("correct", "correct_non_id", "justified_abstain")
 """Outcomes that count as right (``justified_abstain`` occurs on records/2 items only)."""
@@ -176,6 +188,87 @@ def paired_delta(
     return d.to_json() | {"excludes_zero": d.excludes_zero()}
 
 
+NONSENSE = "nonsense"
+"""The nonsense skin's name (``skins.SKINS``): its cases are the ``nonsense_skin`` mutation."""
+
+NOT_BUILT = "not built"
+"""What the transfer table says of a mutation the bench holds no case of."""
+
+
+def mutation_of(row: Mapping[str, Any]) -> str | None:
+    """The mutation a verdict row's case is (:data:`records.MUTATIONS`), or None for a case
+    outside the transfer table (a diagnostic twin, whose world differs; a records/2 case)."""
+    if row.get("version") is not None or row.get("twin") is not None:
+        return None
+    if row.get("mutation") is not None:
+        return str(row["mutation"])
+    return "nonsense_skin" if row.get("skin") == NONSENSE else "original"
+
+
+def transfer_gap(mutated: Sequence[Mapping[str, Any]],
+                 original: Sequence[Mapping[str, Any]], *, seed: int = 0) -> dict[str, Any]:
+    """Accuracy on ``mutated`` minus accuracy on ``original``, with a 95% interval.
+
+    Both accuracies are recomputed on each resample of whole worlds (clusters), so a
+    world's original cases and their mutations move together; the interval is the
+    percentile interval of the resampled differences (``stats.cluster_ratio_draws``). It is
+    null with under 2 worlds, or when too few resamples hold cases of both groups.
+    """
+    rows = [*mutated, *original]
+    right = [float(_is_right(r)) for r in rows]
+    is_mut = [1.0] * len(mutated) + [0.0] * len(original)
+    worlds = [str(r.get("world_id")) for r in rows]
+    gap = (sum(right[:len(mutated)]) / len(mutated)
+           - sum(right[len(mutated):]) / len(original))
+    interval: list[float] | None = None
+    dropped = 0
+    if len(set(worlds)) >= 2:
+        try:
+            _, draws = cluster_ratio_draws(
+                {"mutated": ([r * m for r, m in zip(right, is_mut, strict=True)], is_mut),
+                 "original": ([r * (1 - m) for r, m in zip(right, is_mut, strict=True)],
+                              [1 - m for m in is_mut])},
+                worlds, n_boot=CLUSTER_BOOT, rng=seed)
+            low, high, dropped = nan_interval(draws["mutated"] - draws["original"])
+            interval = [low, high]
+        except InputError:
+            interval = None
+    return {"gap": gap, "ci95_cluster_bootstrap": interval, "resamples_dropped": dropped,
+            "excludes_zero": interval is not None and (interval[0] > 0 or interval[1] < 0)}
+
+
+def transfer_table(rows: list[dict[str, Any]], *, seed: int = 0) -> dict[str, Any]:
+    """Per rung, per mutation: accuracy and the transfer gap against the original cases.
+
+    Rungs are keyed like ``by_rung`` (``"1"``, ``"2"``, ``"3"``). A mutation with no case
+    in a rung is ``{"built": false}``; the original row carries no gap. Each gap compares a
+    mutation with the original cases of the worlds that hold it (``n_original`` of them), so
+    a family built without that mutation (imported networks, say) does not enter it.
+    """
+    out: dict[str, Any] = {}
+    for rung in sorted({str(r["rung"]) for r in rows if mutation_of(r) is not None}):
+        groups: dict[str, list[dict[str, Any]]] = {m: [] for m in MUTATIONS}
+        for r in rows:
+            m = mutation_of(r)
+            if m is not None and str(r["rung"]) == rung:
+                groups[m].append(r)
+        original = groups["original"]
+        block: dict[str, Any] = {}
+        for m, rs in groups.items():
+            if not rs:
+                block[m] = {"built": False}
+                continue
+            k = sum(_is_right(r) for r in rs)
+            block[m] = {"built": True, "k": k, "n": len(rs), "accuracy": k / len(rs),
+                        "n_worlds": len({str(r.get("world_id")) for r in rs})}
+            held = {str(r.get("world_id")) for r in rs}
+            base = [r for r in original if str(r.get("world_id")) in held]
+            if m != "original" and base:
+                block[m].update(transfer_gap(rs, base, seed=seed), n_original=len(base))
+        out[rung] = block
+    return out
+
+
 def build_report(
     run: pathlib.Path, other: pathlib.Path | None = None, *, seed: int = 0
 ) -> dict[str, Any]:
@@ -192,6 +285,7 @@ def build_report(
         "calibration": calibration(rows),
         "failure_labels": failure_label_counts(rows),
         "subcapabilities": subcapability_table(rows, seed=seed),
+        "transfer": transfer_table(rows, seed=seed),
     }
     episode_rows = [r for r in rows if r.get("version") is not None]
     if episode_rows:
@@ -231,6 +325,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     lines += _acc_table("Accuracy by family", report["by_family"])
     lines += _acc_table("Accuracy by rung", report["by_rung"])
     lines += _acc_table("Accuracy by item type", report["by_item_type"])
+    lines += transfer_lines(report.get("transfer", {}))
     cells_order = tuple(next(iter(report["identification"].values())))
     lines += ["## Identification table", "", "| truth | " + " | ".join(cells_order) + " |",
               "| --- |" + " --- |" * len(cells_order)]
@@ -261,6 +356,29 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         else:
             lines.append("No common cases.")
     return "\n".join(lines) + "\n"
+
+
+def transfer_lines(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The transfer table as Markdown: one row per rung and mutation."""
+    lines = ["## Transfer across mutations", "",
+             "Accuracy per rung on the original cases and on each semantic mutation, and the "
+             "transfer gap (mutation − original) with a 95% cluster-bootstrap interval over "
+             "worlds. A mutation the bench does not hold is 'not built'.", "",
+             "| rung | mutation | k/n | worlds | accuracy | gap vs original "
+             "| 95% CI over worlds (cluster bootstrap) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for rung, block in table.items():
+        name = f"{rung} ({RUNG_NAMES[int(rung)]})" if rung in ("1", "2", "3") else rung
+        for m, a in block.items():
+            if not a["built"]:
+                lines.append(f"| {name} | {m} | {NOT_BUILT} | — | {NOT_BUILT} | — | — |")
+                continue
+            gap = f"{a['gap']:+.3f}" if "gap" in a else "—"
+            ci = a.get("ci95_cluster_bootstrap")
+            lines.append(f"| {name} | {m} | {a['k']}/{a['n']} | {a['n_worlds']} | "
+                         f"{_fmt(a['accuracy'])} | {gap} | "
+                         f"{'—' if ci is None else f'[{ci[0]:+.3f}, {ci[1]:+.3f}]'} |")
+    return [*lines, ""]
 
 
 def _episode_lines(block: Mapping[str, Any]) -> list[str]:

@@ -3,7 +3,8 @@
 A skin renames variables only: it maps each world variable to a name drawn at
 random from the skin's pool, so no role (treatment, outcome) is ever signalled
 by a name (the CLadder naming shortcut). It adds no causal information — the
-nonsense skin ("blorp", "quix") exists to test exactly that. Questions come from
+nonsense skin ("blorp", "quix") exists to test exactly that, and so do the skin swap and
+the renaming mutations (:func:`swapped_skin`, :func:`renamed_skin`). Questions come from
 templates picked at random; the structured query travels with the text.
 """
 
@@ -87,6 +88,26 @@ def draw_skin(skin: str, variables: Sequence[str], rng: np.random.Generator) -> 
     return Skin(skin, {v: pool[int(i)] for v, i in zip(sorted(variables), picks, strict=True)})
 
 
+def swapped_skin(skin: Skin, variables: Sequence[str], rng: np.random.Generator) -> Skin:
+    """A skin swap of ``skin``: another domain skin, drawn at random, its names drawn afresh."""
+    others = [s for s in DOMAIN_SKINS if s != skin.name]
+    return draw_skin(others[int(rng.integers(len(others)))], variables, rng)
+
+
+RENAMING_TRIES = 64
+"""Fresh name draws tried for a renaming that differs from the original's."""
+
+
+def renamed_skin(skin: Skin, variables: Sequence[str], rng: np.random.Generator) -> Skin:
+    """A renaming of ``skin``: the same skin, its names drawn afresh until at least one
+    variable's name differs (ValueError after :data:`RENAMING_TRIES` draws)."""
+    for _ in range(RENAMING_TRIES):
+        other = draw_skin(skin.name, variables, rng)
+        if dict(other.mapping) != dict(skin.mapping):
+            return other
+    raise ValueError(f"no renaming of skin {skin.name!r} found in {RENAMING_TRIES} draws")
+
+
 def render_event(event: Mapping[str, int], order: Sequence[str]) -> str:
     """Events in the case's listing order, so the text order carries no skin-specific cue."""
     rank = {name: i for i, name in enumerate(order)}
@@ -123,8 +144,19 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
         "Recover the causal structure (up to what the data identify) among the observed "
         "variables; answer with directed edges.",
     ),
+    "mediation": (
+        "Suppose {do} is forced while {mediators} keep the values they would have taken "
+        "under {inner}. What is P({target})?",
+    ),
+    "decision": (
+        "Each occurrence of {bad} costs {loss} units. Which action minimizes the expected "
+        "loss, counting its cost? Options: {options}.",
+    ),
 }
-"""Question templates keyed by question kind; the structured ``query`` is always attached."""
+"""Question templates keyed by question kind; the structured ``query`` is always attached.
+
+``mediation`` and ``decision`` have one wording each, filled by ``build`` (their slots are
+not events alone); the paraphrase table (``paraphrases.PARAPHRASES``) has the same keys."""
 
 
 def render_question(

@@ -269,7 +269,38 @@ def bench_oracles(bench: SealedDir) -> dict[str, PrivateOracle]:
     """
     oracles = {o.case_id: o for o in bench.records(ORACLE, PrivateOracle)}
     check_variants(oracles, str(bench.path(ORACLE)))
+    check_mutations(oracles, str(bench.path(ORACLE)))
     return oracles
+
+
+MUTATION_KEEPS = ("world_id", "family", "structure", "item_type", "rung", "estimand",
+                  "scm_hash", "identifiable", "value", "bounds")
+"""What a mutated case shares with its original: world cluster, question and answer."""
+
+NAMED_KEEPS = ("skin", "expected_loss", "true_edges")
+"""What a paraphrase shares with its original besides: its names (skin, named answers)."""
+
+
+def check_mutations(oracles: Mapping[str, PrivateOracle], where: str) -> None:
+    """Every mutated case names an original case of the bench (itself no mutation) whose
+    world cluster, question and reference answer (:data:`MUTATION_KEEPS`) it shares; a
+    paraphrase keeps the names too (:data:`NAMED_KEEPS`), a renaming keeps the skin and a
+    skin swap changes it."""
+    for cid, o in oracles.items():
+        m = o.mutation
+        if m is None:
+            continue
+        parent = oracles.get(m.parent)
+        if parent is None or parent.mutation is not None:
+            raise IntegrityError(f"{where}: case {cid!r}: mutation parent {m.parent!r} is not "
+                                 "an original case of this bench")
+        keeps = (*MUTATION_KEEPS, *NAMED_KEEPS) if m.kind == "paraphrase" else MUTATION_KEEPS
+        differ = [k for k in keeps if getattr(o, k) != getattr(parent, k)]
+        if m.kind != "paraphrase" and (o.skin == parent.skin) != (m.kind == "renaming"):
+            differ.append("skin")
+        if differ:
+            raise IntegrityError(f"{where}: case {cid!r}: {m.kind} differs from its original "
+                                 f"{m.parent!r} in {', '.join(differ)}")
 
 
 def check_variants(oracles: Mapping[str, PrivateOracle], where: str) -> None:
