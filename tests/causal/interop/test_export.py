@@ -87,6 +87,22 @@ def test_scored_run_directory_exports_its_verified_verdicts(run_dir: Path,
     assert result["rows"] == len(run_verdicts(open_run(run_dir)))
 
 
+def test_a_run_with_twins_mutations_and_networks_exports_every_row(tmp_path: Path) -> None:
+    """A bench built with twins, paraphrases, a skin swap, a renaming and an imported network
+    exports its verdicts whole: each row names its mutation or twin kind, originals null."""
+    build_split("dev", 3, 5, tmp_path / "bench", twins=True, paraphrases=1, skin_swap=True,
+                renaming=True, networks="asia")
+    evaluate(tmp_path / "bench", "reference:rung1", tmp_path / "run")
+    result = export.export_source(tmp_path / "run", tmp_path / "v.json", "causal-verdicts",
+                                  "json")
+    _, rows = export.read_table(tmp_path / "v.json", "json")
+    assert result["rows"] == len(rows) == len(run_verdicts(open_run(tmp_path / "run")))
+    kinds = {r["mutation"] for r in rows}
+    assert kinds == {None, "paraphrase", "skin_swap", "renaming"}
+    assert any(r["twin"] is not None for r in rows)
+    assert any(r["family"] == "network" and r["mutation"] is None for r in rows)
+
+
 def test_lists_inside_json_documents_export_by_key_path(tmp_path: Path) -> None:
     """``select`` picks a record list (census transition table) or a list of pairs."""
     doc = {"schema": "x", "transition_table": [

@@ -307,6 +307,9 @@ VERDICTS = TableSchema("causal-verdicts", (
     _c("confidence", "float", "the response's stated confidence"),
     _c("asks", "json", "payloads the case asks for (edges, action, experiment, bounds, label, "
        "value): the sub-capability metric it feeds"),
+    _c("mutation", "str", "paraphrase, skin_swap or renaming: the transfer variant the case is "
+       "(null: an original)"),
+    _c("twin", "str", "the matched diagnostic variant the case is (null: not a twin)"),
 ), "one row per bench case of a scored causal run (RUN/private/verdicts.jsonl, flattened)")
 """Schema of the per-case causal verdict table (``--table causal-verdicts``)."""
 
