@@ -173,3 +173,12 @@ def test_a_run_on_another_bench_is_refused(runs: dict[str, Path], tmp_path: Path
     build_split("dev", 4, 5, other, None, families="incident")
     with pytest.raises(Refusal, match="other_bench"):
         decisions_document(other, runs["best"], runs["wrong"])
+
+
+def test_a_bench_without_episodes_is_refused(runs: dict[str, Path], tmp_path: Path) -> None:
+    """A bench built without --families holds no incidents: refused ``no_episodes`` before
+    any run is read (it was a KeyError on the missing cases.v2 file)."""
+    plain = tmp_path / "plain"
+    build_split("dev", 2, 5, plain, None)
+    with pytest.raises(Refusal, match="no_episodes"):
+        decisions_document(plain, runs["best"], runs["wrong"])

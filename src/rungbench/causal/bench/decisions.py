@@ -46,7 +46,13 @@ from rungbench.causal.bench.repair_outcomes import (
     usd_of,
 )
 from rungbench.causal.bench.requests import validate_causal_answer
-from rungbench.causal.bench.verified import EPISODE_CASES, bench_episodes, open_bench
+from rungbench.causal.bench.verified import (
+    EPISODE_CASES,
+    SealedDir,
+    bench_episodes,
+    has_episodes,
+    open_bench,
+)
 from rungbench.errors import InputError, Reason, Refusal
 from rungbench.execute.events import CHAIN, read_events
 from rungbench.execute.runner import EVENTS, load_run, verify_run
@@ -129,9 +135,18 @@ def _answered_action(line: str) -> str | None:
     return action if isinstance(action, str) else None
 
 
+def _episode_bench(bench_dir: Path) -> SealedDir:
+    """The verified bench, refused (``no_episodes``) when it holds no records/2 cases."""
+    bench = open_bench(bench_dir)
+    if not has_episodes(bench):
+        raise _refuse("no_episodes", f"bench {bench_dir} holds no incident episodes (build it "
+                      "with --families incident)", str(bench_dir))
+    return bench
+
+
 def read_run_repairs(bench_dir: Path, run_dir: Path) -> RunRepairs:
     """The incidents of a verified, finished episode run on ``bench_dir``, scored."""
-    bench = open_bench(bench_dir)
+    bench = _episode_bench(bench_dir)
     cases, oracles = bench_episodes(bench)
     return _run_repairs(bench.digests[EPISODE_CASES], cases, oracles, run_dir)
 
@@ -236,7 +251,7 @@ def decisions_document(bench_dir: Path, run_a: Path, run_b: Path, *,
                        cost_ceiling: float = DEFAULT_COST_CEILING, n_boot: int = 2000,
                        seed: int = 20261003) -> dict[str, Any]:
     """The ``decisions`` document of run a (candidate) against run b (baseline)."""
-    bench = open_bench(bench_dir)
+    bench = _episode_bench(bench_dir)
     cases, oracles = bench_episodes(bench)
     a, b = (_run_repairs(bench.digests[EPISODE_CASES], cases, oracles, r)
             for r in (run_a, run_b))
