@@ -17,4 +17,5 @@ May import ``causal.bench``, ``causal.instrument`` and the lower layers; never
 ``causal.checks`` or ``causal.scm`` directly.
 """
 
-__all__ = ["analysis", "arms", "cells", "labels", "planted", "prereg", "runs", "tools"]
+__all__ = ["analysis", "arms", "cells", "contamination", "labels", "planted", "prereg", "runs",
+           "tools"]
