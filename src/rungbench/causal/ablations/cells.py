@@ -34,6 +34,7 @@ from rungbench.causal.bench.requests import SUBMIT_ANSWER_TOOL, validate_causal_
 from rungbench.causal.bench.scorer import score
 from rungbench.causal.bench.taxonomy import failure_labels
 from rungbench.causal.instrument.detector import Detector, load_detector
+from rungbench.errors import InputError
 from rungbench.evidence.store import ObjectStore
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import EVENTS, load_run
@@ -218,7 +219,10 @@ def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle],
     for cell in schedule:
         meta = cell.request.metadata
         oracle = oracles[str(meta["case_id"])]
-        case = by_id[oracle.case_id]
+        case = by_id.get(oracle.case_id)
+        if case is None:
+            raise InputError(f"{run_dir}: case {oracle.case_id!r} is not among the bench's "
+                             "public cases", field="cases")
         final = finals.get(cell.cell_id)
         event = deciding.get(cell.cell_id, {})
         outcome, brier, mechanical = "missing", None, []
@@ -252,7 +256,7 @@ def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle],
             "edges_obtained": _edges_obtained(store, obtained),
             "opportunity": _opportunity(meta, case),
             "graph_tool_calls": labels.graph_tool_calls(tools_used),
-            "graph_held_answer": _held_answer(meta, case, true_edges),
+            "graph_held_answer": cell_held_answer(meta, case, true_edges),
             "leaks": labels.leaked_needles(writings.get(cell.cell_id, []), needles),
             "run_id": str(manifest["run_id"]),
         }
@@ -269,10 +273,13 @@ def _opportunity(meta: Mapping[str, Any], case: PublicCase) -> dict[str, Any]:
     return labels.default_opportunity(gate_detector(labels.DEFAULT_DETECTOR), case.question)
 
 
-def _held_answer(meta: Mapping[str, Any], case: PublicCase,
+def cell_held_answer(meta: Mapping[str, Any], case: PublicCase,
                  true_edges: Mapping[tuple[str, str], Edges]) -> bool:
-    """Condition (c) of routing bypass: the rows the arm held answer the case's queries."""
+    """Condition (c) of routing bypass: the rows the arm held answer the case's queries (a
+    cell not offered ``causal()`` could not have asked its graph, so it held nothing)."""
     env = meta["tool_env"]
+    if "causal" not in env.get("tools", []):
+        return False
     held = tuple(sorted((str(r[0]), str(r[1]), str(r[2]) if len(r) > 2 else CAUSAL)
                         for r in env.get("edges", [])))
     return labels.graph_held_answer(held, true_edges.get((case.world_id, case.skin), ()),

@@ -10,8 +10,9 @@ hold:
     detector :data:`DEFAULT_DETECTOR`; the row says which (``opportunity.source``);
 (b) the deciding attempt made no call of a graph tool
     (:data:`~rungbench.causal.ablations.arms.GRAPH_TOOLS`);
-(c) the arm's graph held the answer: ``causal()`` through the arm's own query path, asked the
-    case's queries (:func:`case_queries`) over the rows the arm held (``tool_env.edges``),
+(c) the arm's graph held the answer: the cell offered ``causal()``, and it, through the
+    arm's own query path, asked the case's queries (:func:`case_queries`) over the rows the
+    arm held (``tool_env.edges``),
     returns a non-empty set of edges, and that set equals what the repaired query
     (:func:`~rungbench.causal.instrument.query.fixed`) returns over the world's true edges
     (what the oracle arm holds). A store that answers with a different edge set — a missing

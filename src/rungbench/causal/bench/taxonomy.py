@@ -377,8 +377,9 @@ TAXONOMY: tuple[FailureLabel, ...] = (
                  "causal.ablations.labels.is_routing_bypass: a failed ablation cell whose "
                  "question the arm's gate detector (else the registered default detector) "
                  "flags, whose deciding attempt called no graph tool (arms.GRAPH_TOOLS), and "
-                 "whose held graph holds the answer: causal() through the arm's query path on "
-                 "the held rows, asked the case's queries (does T cause Y? per treatment and "
+                 "whose held graph holds the answer: causal(), offered in the cell, through "
+                 "the arm's query path on the held rows, asked the case's queries (does T "
+                 "cause Y? per treatment and "
                  "target; what does X cause? per observed variable of a discovery item), "
                  "returns a non-empty edge set equal to the repaired query's on the world's "
                  "true edges"),
