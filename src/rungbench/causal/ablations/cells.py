@@ -274,7 +274,7 @@ def _opportunity(meta: Mapping[str, Any], case: PublicCase) -> dict[str, Any]:
 
 
 def cell_held_answer(meta: Mapping[str, Any], case: PublicCase,
-                 true_edges: Mapping[tuple[str, str], Edges]) -> bool:
+                     true_edges: Mapping[tuple[str, str], Edges]) -> bool:
     """Condition (c) of routing bypass: the rows the arm held answer the case's queries (a
     cell not offered ``causal()`` could not have asked its graph, so it held nothing)."""
     env = meta["tool_env"]
