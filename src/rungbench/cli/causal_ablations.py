@@ -99,10 +99,15 @@ def ablate_command(
     prereg_dir: Annotated[pathlib.Path | None, typer.Option(
         "--prereg", help="Preregistration directory whose committed equivalence margin "
         "applies; without it no difference is called equivalent.")] = None,
+    leak_cohort: Annotated[pathlib.Path | None, typer.Option(
+        "--leak-cohort", help="Validation bench whose world ids, and variable names no "
+        "--bench case uses, are also searched for in what the agent wrote (oracle_leakage). "
+        "The --bench world ids are always searched.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run arms on a bench with one agent; print endpoints, isolation table, three questions."""
-    from rungbench.causal.ablations import prereg
+    """Run arms on a bench with one agent; print endpoints, isolation table, three questions
+    and the failure labels per arm."""
+    from rungbench.causal.ablations import contamination, prereg
     from rungbench.causal.ablations.analysis import ablation_report, to_markdown
     from rungbench.causal.ablations.runs import run_arms
 
@@ -113,6 +118,7 @@ def ablate_command(
         matrix = _matrix(preset)
         margin = None if prereg_dir is None else prereg.committed_equivalence(
             prereg.committed_margins(prereg_dir)[0])
+        cohort = None if leak_cohort is None else contamination.needles(leak_cohort, bench)
         names = [a.strip() for a in arms.split(",") if a.strip()]
         for n in names:
             if n not in matrix.arms:
@@ -122,7 +128,8 @@ def ablate_command(
                 progress_bar("ablation arms", quiet=as_json) as tick:
             hook = None if tick is None else (lambda arm, done, total: tick(done, total))
             runs = run_arms(matrix, names, bench, out, provider, samples=samples,
-                            per_world=per_world, concurrency=concurrency, progress=hook)
+                            per_world=per_world, concurrency=concurrency, progress=hook,
+                            cohort=cohort)
         report = ablation_report(matrix, {r.arm: r.rows for r in runs}, seed=seed,
                                  margin=margin)
         report["runs"] = {r.arm: str(r.run_dir) for r in runs}

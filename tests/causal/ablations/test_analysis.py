@@ -104,3 +104,30 @@ def test_an_arm_below_the_floor_gives_no_verdict() -> None:
     ok = compared_delta({"A": a, "B": a}, "A", "B", "accuracy", ValidityFloor(20, 0.5),
                         margin=None)
     assert ok["verdict"] == "inconclusive"
+
+
+def test_report_counts_every_failure_label_per_arm_with_zeros() -> None:
+    """Each arm's report lists every label of ALL_LABELS in order, zeros included, counting
+    cells that carry it; the Markdown has a 'Failure labels' table with one row per label and
+    one column per arm."""
+    from rungbench.causal.ablations.analysis import to_markdown
+    from rungbench.causal.bench.taxonomy import ALL_LABELS
+
+    a9 = _rows([False] * 4)
+    a9[0]["labels"] = ["routing_bypass"]
+    a9[1]["labels"] = ["routing_bypass", "oracle_leakage"]
+    a9[2]["labels"] = ["unexplained"]
+    a10 = _rows([True] * 4)
+    report = ablation_report(load_matrix(), {"A9": a9, "A10": a10})
+    counts = report["arms"]["A9"]["failure_labels"]
+    assert list(counts) == list(ALL_LABELS)
+    assert (counts["routing_bypass"], counts["oracle_leakage"], counts["unexplained"]) == (2, 1, 1)
+    assert sum(counts.values()) == 4
+    assert set(report["arms"]["A10"]["failure_labels"].values()) == {0}
+    table = to_markdown(report).split("## Failure labels")[1]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| ") and "---" not in ln]
+    assert rows[0] == "| label | evidence | A9 | A10 |"
+    assert len(rows) == 1 + len(ALL_LABELS) == 25
+    bypass = next(r for r in rows if r.startswith("| routing_bypass |"))
+    assert bypass.endswith("| 2 | 0 |")
+    assert "| correlation_as_causation |" in table and rows[1].endswith("| 0 | 0 |")

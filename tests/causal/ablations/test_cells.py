@@ -70,3 +70,29 @@ def test_protocol_arm_sends_the_p2_protocol(dev_bench: Path) -> None:
     assert "Worker protocol" in a7.messages[0].content
     assert "Worker protocol" not in a2.messages[0].content
     assert a7.messages[1] == a2.messages[1] and a7.tools == a2.tools
+
+
+def test_cell_held_answer_needs_the_graph_offered_and_holding_the_path(dev_bench: Path) -> None:
+    """On the dev question 'operator sets yard_backlog=1 … route_change=1' (a true path
+    yard_backlog → route_change): the oracle-graph arm A10 held the answer; the text arm A9
+    holds no graph; A6 held the same production rows as A5 but, its gate withholding causal()
+    on an unflagged question, held nothing there."""
+    from rungbench.causal.ablations.cells import cell_held_answer
+
+    m = load_matrix()
+    cases = bench_cases(open_bench(dev_bench))
+    edges = world_edges(cases)
+    case = next(c for c in cases if c.question.startswith(
+        "Suppose an operator sets yard_backlog=1. What is the probability of route_change=1"))
+    held = edges[(case.world_id, case.skin)]
+    assert ("yard_backlog", "route_change") in held
+    assert cell_held_answer(arm_request(m.arm("A10"), case, 0, held).metadata, case, edges)
+    assert not cell_held_answer(arm_request(m.arm("A9"), case, 0, held).metadata, case, edges)
+    detector = load_detector()
+    unflagged = next(c for c in cases if c.query is not None and c.query.get("do")
+                     and not detector.detect(c.question).opportunity
+                     and cell_held_answer(arm_request(m.arm("A5"), c, 0, edges.get(
+                         (c.world_id, c.skin), ())).metadata, c, edges))
+    a6 = arm_request(m.arm("A6"), unflagged, 0, edges[(unflagged.world_id, unflagged.skin)])
+    assert a6.metadata["tool_env"]["edges"] and not cell_held_answer(a6.metadata, unflagged,
+                                                                      edges)

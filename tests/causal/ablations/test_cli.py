@@ -114,3 +114,26 @@ def test_prereg_sequence_through_the_cli(dev_bench: Path, validation_bench: Path
     assert rows[0]["mean"] == rows[1]["mean"] == 0.0
     assert (rows[0]["verdict"], rows[1]["verdict"]) == ("equivalent", "inconclusive")
     assert json.loads(with_margin.stdout)["margin"] == 0.05
+
+
+def test_ablate_reports_failure_labels_and_scans_a_leak_cohort(dev_bench: Path,
+                                                               validation_bench: Path,
+                                                               tmp_path: Path) -> None:
+    """`causal ablate --json` counts every failure label per arm (planted:bypass gets
+    routing_bypass on the oracle-graph arm, none on the public arm); the text report has the
+    label table; `--leak-cohort` that is not a bench is one error line, exit 1."""
+    base = ["causal", "ablate", "--bench", str(dev_bench), "--arms", "A3,A10",
+            "--agent", "planted:bypass", "--samples", "1", "--per-world", "3",
+            "--concurrency", "8"]
+    result = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "j"), "--leak-cohort",
+                                      str(validation_bench), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    a10, a3 = doc["arms"]["A10"]["failure_labels"], doc["arms"]["A3"]["failure_labels"]
+    assert len(a10) == 24 and a10["routing_bypass"] >= 2 and a3["routing_bypass"] == 0
+    assert a10["oracle_leakage"] == a3["oracle_leakage"] == 0
+    text = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "t")])
+    assert text.exit_code == 0 and "| routing_bypass | Detector flagged" in text.output
+    bad = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "b"), "--leak-cohort",
+                                   str(tmp_path / "nowhere")])
+    assert bad.exit_code == 1 and "nowhere" in bad.output and "Traceback" not in bad.output

@@ -36,6 +36,8 @@ from rungbench.causal.bench.taxonomy import (
     graph_edges,
     twin_pattern_labels,
     with_fabrication,
+    with_oracle_leakage,
+    with_routing_bypass,
     with_twin_label,
 )
 
@@ -174,6 +176,41 @@ def test_registry_lists_the_seeds_22_labels_in_order_with_their_evidence() -> No
     assert all(f.evidence and f.assigned_by for f in TAXONOMY)
     assert set(LABELS) | set(EPISODE_LABELS) | set(TWIN_LABELS) <= set(ALL_LABELS)
     assert ALL_LABELS[:22] == tuple(f.name for f in TAXONOMY)
+
+
+def _assigner(name: str) -> object:
+    """The function an ``assigned_by`` text names: a taxonomy function, or a dotted path
+    under ``rungbench``."""
+    import importlib
+
+    from rungbench.causal.bench import taxonomy
+
+    if "." not in name:
+        return getattr(taxonomy, name)
+    module, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(f"rungbench.{module}"), attr)
+
+
+def test_every_label_names_a_callable_assigner() -> None:
+    """Each of the 22 entries says where it is assigned, and every function named before its
+    colon exists and is callable (no entry says 'not assigned')."""
+    for f in TAXONOMY:
+        assert "not assigned" not in f.assigned_by, f.name
+        head = f.assigned_by.split(":", 1)[0]
+        for name in head.split(" / "):
+            assert callable(_assigner(name.strip())), (f.name, name)
+
+
+def test_bypass_and_leakage_replace_unexplained_and_keep_other_labels() -> None:
+    """with_routing_bypass / with_oracle_leakage drop 'unexplained', keep the other labels in
+    order, append their label once, and stack."""
+    assert with_routing_bypass([UNEXPLAINED]) == ["routing_bypass"]
+    assert with_routing_bypass([OBS_INT, "routing_bypass"]) == [OBS_INT, "routing_bypass"]
+    assert with_oracle_leakage([]) == ["oracle_leakage"]
+    assert with_oracle_leakage([UNSUPPORTED_CERTAINTY, UNEXPLAINED]) == [
+        UNSUPPORTED_CERTAINTY, "oracle_leakage"]
+    assert with_oracle_leakage(with_routing_bypass([UNEXPLAINED])) == [
+        "routing_bypass", "oracle_leakage"]
 
 
 def _member(cid: str, kind: str, label: str, outcome: str, point: float | None = None,

@@ -4,7 +4,8 @@
 ``arms`` parses the registered arm presets (``designs/causal_arms.toml``); ``facts`` turns a
 world's edges into sentences or graph-store rows; ``tools`` holds ``causal``,
 ``counterfactual``, ``calc`` and ``identify`` over a per-attempt scratch graph store;
-``cells`` makes arm × case × sample runner cells and scores finished runs; ``runs`` drives
+``cells`` makes arm × case × sample runner cells and scores finished runs; ``labels`` adds
+routing bypass and oracle leakage to a scored cell's failure labels; ``runs`` drives
 the resumable runner (one run per arm, one agent for all); ``planted`` holds deterministic
 reference agents that follow the tool protocol; ``analysis`` pairs arms by world with
 cluster-bootstrap intervals, gives no verdict below the registered validity floor, claims
@@ -16,4 +17,5 @@ May import ``causal.bench``, ``causal.instrument`` and the lower layers; never
 ``causal.checks`` or ``causal.scm`` directly.
 """
 
-__all__ = ["analysis", "arms", "cells", "planted", "prereg", "runs", "tools"]
+__all__ = ["analysis", "arms", "cells", "contamination", "labels", "planted", "prereg", "runs",
+           "tools"]

@@ -11,7 +11,9 @@ over every cell; missing and invalid cells count as not right), ``accuracy_exact
 (share of non-identifiable cells answered with a value), ``false_non_id`` (share of
 identifiable cells declared not identifiable), ``decision_accuracy`` (decision items),
 ``brier`` (mean where defined), and per cell ``tokens``, ``tool_calls``, ``cost_usd`` and
-``edges_obtained`` (the evidence the arm actually fetched).
+``edges_obtained`` (the evidence the arm actually fetched). Each arm also counts the cells
+carrying each failure label (every label of ``causal.bench.taxonomy.ALL_LABELS``, zeros
+included; the cells' labels come from :mod:`rungbench.causal.ablations.labels`).
 
 No margin is assumed: equivalence is claimed only inside a margin committed in the
 preregistration (:mod:`rungbench.causal.ablations.prereg`); without one, an interval near 0
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from rungbench.causal.ablations.arms import Comparison, Matrix, Question, ValidityFloor
+from rungbench.causal.bench.report import failure_label_counts, label_rows
 from rungbench.errors import InputError
 from rungbench.stats.paired import paired_cluster_bootstrap, paired_summary
 
@@ -213,7 +216,8 @@ def ablation_report(matrix: Matrix, by_arm: Mapping[str, Sequence[Row]], *, seed
         "matrix": matrix.name, "matrix_id": matrix.id, "matrix_digest": matrix.digest,
         "arms": {name: {"label": matrix.arm(name).label, "arm_digest": matrix.arm(name).digest(),
                         "cells": len(rows), "n_worlds": len({r["world_id"] for r in rows}),
-                        "valid": validity(rows, floor), "endpoints": arm_endpoints(rows)}
+                        "valid": validity(rows, floor), "endpoints": arm_endpoints(rows),
+                        "failure_labels": failure_label_counts([dict(r) for r in rows])}
                  for name, rows in by_arm.items()},
         "isolation": isolation_table(by_arm, matrix.comparisons, floor, seed=seed,
                                      margin=margin),
@@ -246,10 +250,28 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     for q in report["questions"]:
         lines.append(f"| {q['id']} {q['question']} | **{q['answer']}** | {q['endpoint']} "
                      f"({q['a']} − {q['b']}) | {_f(q['mean'])} | {_ci(q['ci95'])} |")
+    lines += label_table(report["arms"])
     margin = report.get("margin")
     lines += ["", "Equivalence margin: " + ("none committed (an interval near 0 is inconclusive)"
                                           if margin is None else f"±{margin:g} (preregistered)")]
     return "\n".join(lines) + "\n"
+
+
+def label_table(arms: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Markdown lines: cells carrying each failure label, one column per arm, every label of
+    the seed's 22 and the project's listed (a zero is a result)."""
+    names = list(arms)
+    counts = {n: arms[n].get("failure_labels", {}) for n in names}
+    merged: dict[str, int] = {}
+    for c in counts.values():
+        for label, k in c.items():
+            merged[label] = merged.get(label, 0) + int(k)
+    lines = ["", "## Failure labels", "", "| label | evidence | " + " | ".join(names) + " |",
+             "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
+    for label, evidence, _ in label_rows(merged):
+        cells = " | ".join(str(int(counts[n].get(label, 0))) for n in names)
+        lines.append(f"| {label} | {evidence} | {cells} |")
+    return lines
 
 
 def _f(x: float | None) -> str:

@@ -24,13 +24,17 @@ from pydantic import ValidationError
 
 from rungbench.agents.outcomes import Outcome
 from rungbench.agents.protocol import Message, Request
+from rungbench.causal.ablations import labels
 from rungbench.causal.ablations.arms import GRAPH_TOOLS, Arm
-from rungbench.causal.ablations.facts import Edges, arm_rows, fact_sentences, world_edges
+from rungbench.causal.ablations.contamination import Needles, cell_writings
+from rungbench.causal.ablations.facts import CAUSAL, Edges, arm_rows, fact_sentences, world_edges
 from rungbench.causal.ablations.tools import tool_schemas
 from rungbench.causal.bench.records import AgentResponse, PrivateOracle, PublicCase
 from rungbench.causal.bench.requests import SUBMIT_ANSWER_TOOL, validate_causal_answer
 from rungbench.causal.bench.scorer import score
+from rungbench.causal.bench.taxonomy import failure_labels
 from rungbench.causal.instrument.detector import Detector, load_detector
+from rungbench.errors import InputError
 from rungbench.evidence.store import ObjectStore
 from rungbench.execute.events import read_events
 from rungbench.execute.runner import EVENTS, load_run
@@ -173,12 +177,27 @@ def validate_ablation_answer(request: Request, tool: str, arguments: Mapping[str
     return validate_causal_answer(request, tool, arguments)
 
 
-def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle]) -> list[dict[str, Any]]:
+def run_needles(cases: Sequence[PublicCase], cohort: Needles | None = None) -> Needles:
+    """What a cell's writing is scanned for: the world ids of the bench the arm ran on, and a
+    validation cohort's ids and unique names when given (:mod:`.labels`)."""
+    ids = frozenset(c.world_id for c in cases)
+    if cohort is None:
+        return Needles(ids, frozenset(), ())
+    return Needles(ids | cohort.world_ids, cohort.names, ())
+
+
+def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle],
+             cases: Sequence[PublicCase], *, cohort: Needles | None = None
+             ) -> list[dict[str, Any]]:
     """One scored row per cell of a finished arm run (harness side; per-case, private).
 
     Each row carries the outcome (``missing`` for a cell without a final), whether it was
-    right, tokens, cost, tool calls, and the evidence actually obtained: the digests of the
-    tool results of the deciding attempt and the edges those results named.
+    right, tokens, cost, tool calls, the evidence actually obtained (the digests of the tool
+    results of the deciding attempt and the edges those results named), and its failure
+    ``labels``: the scorer's mechanical labels plus routing bypass and oracle leakage, with
+    the evidence for those two (``opportunity``, ``graph_tool_calls``, ``graph_held_answer``,
+    ``leaks``; :mod:`.labels`). ``cases`` are the bench's public cases (questions, queries and
+    the worlds' true edges); ``cohort`` adds a validation cohort's needles to the leak scan.
     """
     manifest, schedule = load_run(run_dir)
     store = ObjectStore(run_dir)
@@ -190,13 +209,23 @@ def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle]) -> list[dict[s
     for e in events:
         if e["kind"] == "tool_call" and finals.get(e["cell"], {}).get("attempts") == e["attempt"]:
             calls.setdefault(e["cell"], []).append(e)
+    writings: dict[str, list[tuple[str, str]]] = {}
+    for cell_id, where, text in cell_writings(run_dir):
+        writings.setdefault(cell_id, []).append((where, text))
+    by_id = {c.case_id: c for c in cases}
+    true_edges = world_edges(cases)
+    needles = run_needles(cases, cohort)
     rows = []
     for cell in schedule:
         meta = cell.request.metadata
         oracle = oracles[str(meta["case_id"])]
+        case = by_id.get(oracle.case_id)
+        if case is None:
+            raise InputError(f"{run_dir}: case {oracle.case_id!r} is not among the bench's "
+                             "public cases", field="cases")
         final = finals.get(cell.cell_id)
         event = deciding.get(cell.cell_id, {})
-        outcome, brier = "missing", None
+        outcome, brier, mechanical = "missing", None, []
         if final is not None and Outcome(final["outcome"]) is Outcome.ANSWERED:
             try:
                 response = AgentResponse(case_id=oracle.case_id, arm=str(meta["arm"]),
@@ -206,10 +235,12 @@ def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle]) -> list[dict[s
             else:
                 verdict = score(oracle, response)
                 outcome, brier = verdict.outcome, verdict.brier
+                mechanical = failure_labels(oracle, response, verdict)
         elif final is not None:
             outcome = "invalid"
         obtained = calls.get(cell.cell_id, [])
-        rows.append({
+        tools_used = [str(c["tool"]) for c in obtained]
+        row: dict[str, Any] = {
             "arm": str(meta["arm"]), "cell": cell.cell_id, "case_id": oracle.case_id,
             "world_id": oracle.world_id, "sample": int(meta["sample"]),
             "item_type": oracle.item_type, "identifiable": oracle.identifiable,
@@ -220,12 +251,39 @@ def run_rows(run_dir: Path, oracles: Mapping[str, PrivateOracle]) -> list[dict[s
             "cost_usd": float(event.get("cost_usd", 0.0)),
             "tool_calls": len(obtained),
             "routed": _routed(meta),
-            "tools_used": sorted({str(c["tool"]) for c in obtained}),
+            "tools_used": sorted(set(tools_used)),
             "evidence": [str(c["result_digest"]) for c in obtained],
             "edges_obtained": _edges_obtained(store, obtained),
+            "opportunity": _opportunity(meta, case),
+            "graph_tool_calls": labels.graph_tool_calls(tools_used),
+            "graph_held_answer": cell_held_answer(meta, case, true_edges),
+            "leaks": labels.leaked_needles(writings.get(cell.cell_id, []), needles),
             "run_id": str(manifest["run_id"]),
-        })
+        }
+        row["labels"] = labels.cell_labels(row, mechanical)
+        rows.append(row)
     return rows
+
+
+def _opportunity(meta: Mapping[str, Any], case: PublicCase) -> dict[str, Any]:
+    """Condition (a) of routing bypass: the gate's frozen verdict, else the default detector's."""
+    route = meta.get("routing")
+    if isinstance(route, dict):
+        return labels.gate_opportunity(route)
+    return labels.default_opportunity(gate_detector(labels.DEFAULT_DETECTOR), case.question)
+
+
+def cell_held_answer(meta: Mapping[str, Any], case: PublicCase,
+                     true_edges: Mapping[tuple[str, str], Edges]) -> bool:
+    """Condition (c) of routing bypass: the rows the arm held answer the case's queries (a
+    cell not offered ``causal()`` could not have asked its graph, so it held nothing)."""
+    env = meta["tool_env"]
+    if "causal" not in env.get("tools", []):
+        return False
+    held = tuple(sorted((str(r[0]), str(r[1]), str(r[2]) if len(r) > 2 else CAUSAL)
+                        for r in env.get("edges", [])))
+    return labels.graph_held_answer(held, true_edges.get((case.world_id, case.skin), ()),
+                                    labels.case_queries(case), str(env.get("query") or "fixed"))
 
 
 def _routed(meta: Mapping[str, Any]) -> bool | None:

@@ -100,9 +100,9 @@ def _decimals(value: float) -> int:
     return len(text.partition(".")[2])
 
 
-def agent_texts(run_dir: Path) -> list[tuple[str, str]]:
-    """``(where, text)`` of everything the agent wrote in a run: every turn's stored
-    response and every tool call's arguments."""
+def cell_writings(run_dir: Path) -> list[tuple[str, str, str]]:
+    """``(cell, where, text)`` of everything the agent wrote in a run, cell by cell: every
+    turn's stored response and every tool call's arguments, of every attempt."""
     store = ObjectStore(run_dir)
     out = []
     for event in read_events(run_dir / EVENTS):
@@ -112,8 +112,14 @@ def agent_texts(run_dir: Path) -> list[tuple[str, str]]:
         elif event["kind"] == "tool_call":
             names += [str(event["turn_response"]), str(event["arguments"])]
         for name in names:
-            out.append((f"{run_dir.name}/{name}", json.dumps(store.get_json(name))))
+            out.append((str(event["cell"]), f"{run_dir.name}/{name}",
+                        json.dumps(store.get_json(name))))
     return out
+
+
+def agent_texts(run_dir: Path) -> list[tuple[str, str]]:
+    """``(where, text)`` of everything the agent wrote in a run (:func:`cell_writings`)."""
+    return [(where, text) for _, where, text in cell_writings(run_dir)]
 
 
 def memory_texts(memory: Path | None) -> list[tuple[str, str]]:
@@ -127,14 +133,27 @@ def memory_texts(memory: Path | None) -> list[tuple[str, str]]:
     return out
 
 
+def world_id_hits(where: str, text: str, n: Needles) -> list[Hit]:
+    """Validation world ids in one text."""
+    return [Hit("world_id", w, where) for w in sorted(set(_WORD.findall(text)) & n.world_ids)]
+
+
+def name_hits(where: str, text: str, n: Needles) -> list[Hit]:
+    """Variable names unique to validation worlds in one text."""
+    return [Hit("variable_name", w, where) for w in sorted(set(_WORD.findall(text)) & n.names)]
+
+
+def value_hits(where: str, text: str, n: Needles) -> list[Hit]:
+    """Oracle values (to 4 decimals) in one text."""
+    found = {round(float(x), 4) for x in _DECIMAL.findall(text)}
+    return [Hit("oracle_value", f"{v:.4f}", where) for v in n.values if v in found]
+
+
 def scan_text(where: str, text: str, n: Needles, *, memory: bool) -> list[Hit]:
     """Hits in one text; names and oracle values only when ``memory``."""
-    words = set(_WORD.findall(text))
-    hits = [Hit("world_id", w, where) for w in sorted(words & n.world_ids)]
+    hits = world_id_hits(where, text, n)
     if memory:
-        hits += [Hit("variable_name", w, where) for w in sorted(words & n.names)]
-        found = {round(float(x), 4) for x in _DECIMAL.findall(text)}
-        hits += [Hit("oracle_value", f"{v:.4f}", where) for v in n.values if v in found]
+        hits += name_hits(where, text, n) + value_hits(where, text, n)
     return hits
 
 

@@ -20,6 +20,15 @@ abstains on every other item (identically in every arm, so deltas come from the 
   planted effect: A2 − A4 on accuracy is exactly the share of cells that are
   non-identifiable rung-3 items whose outcome lies downstream of the treatment in A2's graph
   (and it pays for it in false non-identifications on the identifiable ones).
+* :class:`RoutingBypasser` (``planted:bypass``) — never calls a tool, whatever it is offered,
+  and declares every value question ``not_identifiable`` (confidence 0.5; it abstains on
+  discovery items): wrong on every identifiable value item. Where the detector flags the
+  question and the arm's graph holds the answer its failure is a routing bypass
+  (:mod:`rungbench.causal.ablations.labels`); elsewhere it is ``unexplained``.
+* :class:`WorldIdEcho` — the same abstention on every item, its rationale naming a world id
+  it was handed: it stands in for an agent that read the harness's private records, so it
+  has no registered name (no agent can echo an id nobody leaked to it). Every cell it writes
+  carries ``oracle_leakage``.
 * :class:`InvalidAnswerer` (``planted:invalid``) — every answer fails the answer check (a
   confidence of 2), so every cell is ``invalid``: no comparison may give a verdict from it.
 """
@@ -36,6 +45,8 @@ from rungbench.errors import InputError
 DISCOVERY_FORMAT = "Answer format: status|edges|confidence"
 GRAPH_EVIDENCE = "Evidence (graph_joint):"
 VALUE_FORMAT = "Answer format: status|value|confidence"
+VALUE_ANSWER = "Answer format: status|value|"
+"""The start of every value question's answer format (with or without bounds)."""
 _ASSIGNED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=[01]")
 _FACT = re.compile(r"^- (\S+) causes (\S+)\.$", re.MULTILINE)
 _NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
@@ -176,6 +187,41 @@ def _submit(fields: dict[str, Any]) -> Response:
     return Response(text=None, tool_calls=(ToolCall("submit_answer", json.dumps(fields)),))
 
 
+class RoutingBypasser:
+    """Answers without ever calling a tool (see the module docstring)."""
+
+    name = "planted:bypass"
+
+    def describe(self) -> dict[str, Any]:
+        """Identity for a run manifest."""
+        return {"kind": "planted", "name": self.name}
+
+    def respond(self, request: Request) -> Response:
+        """One turn: declare a value question not identifiable, abstain on any other."""
+        if VALUE_ANSWER not in _user(request):
+            return _submit({"status": "abstain", "claim_text": "not a value question"})
+        return _submit({"status": "not_identifiable", "confidence": 0.5,
+                        "claim_text": "answered from the text alone, no tool consulted"})
+
+
+class WorldIdEcho:
+    """Abstains on every item with a rationale naming a world id (see the module docstring)."""
+
+    name = "planted:world_id_echo"
+
+    def __init__(self, world_id: str) -> None:
+        self.world_id = world_id
+
+    def describe(self) -> dict[str, Any]:
+        """Identity for a run manifest (the echoed id is not recorded here)."""
+        return {"kind": "planted", "name": self.name}
+
+    def respond(self, request: Request) -> Response:
+        """One turn: abstain, naming the world id in the rationale."""
+        return _submit({"status": "abstain",
+                        "claim_text": f"this looks like world {self.world_id} again"})
+
+
 class InvalidAnswerer:
     """Submits an answer the runner's answer check rejects, in every arm."""
 
@@ -191,11 +237,11 @@ class InvalidAnswerer:
                         "claim_text": "a confidence no answer check accepts"})
 
 
-PLANTED = ("reader", "graph_only", "bare", "counterfactual", "invalid")
+PLANTED = ("reader", "graph_only", "bare", "counterfactual", "bypass", "invalid")
 """Names of the planted agents (``planted:<name>``)."""
 
 
-def planted_agent(name: str) -> FactReader | InvalidAnswerer:
+def planted_agent(name: str) -> FactReader | RoutingBypasser | InvalidAnswerer:
     """Return planted agent ``name`` (with or without the ``planted:`` prefix)."""
     short = name.removeprefix("planted:")
     if short == "reader":
@@ -206,6 +252,8 @@ def planted_agent(name: str) -> FactReader | InvalidAnswerer:
         return FactReader("planted:bare", text=False, graph=False)
     if short == "counterfactual":
         return FactReader("planted:counterfactual", counterfactual=True)
+    if short == "bypass":
+        return RoutingBypasser()
     if short == "invalid":
         return InvalidAnswerer()
     raise InputError(f"unknown planted agent {name!r}; known: "

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from rungbench.agents.protocol import Agent
-from rungbench.causal.ablations import analysis, cells, contamination
+from rungbench.causal.ablations import analysis, cells, contamination, labels
 from rungbench.causal.ablations.arms import Matrix, ValidityFloor
 from rungbench.causal.ablations.runs import ArmRun, run_arms
 from rungbench.causal.bench.verified import CASES, PUBLIC_MANIFEST, open_bench
@@ -84,9 +84,9 @@ def _refuse(code: str, detail: str, subject: str | None = None,
 
 
 def analysis_digest() -> str:
-    """Digest of the analysis code (analysis, cells, contamination and this module's sources)
-    a margins file pins."""
-    modules = (analysis, cells, contamination, sys.modules[__name__])
+    """Digest of the analysis code (analysis, cells, labels, contamination and this module's
+    sources) a margins file pins."""
+    modules = (analysis, cells, labels, contamination, sys.modules[__name__])
     text = "".join(inspect.getsource(m) for m in modules)
     return bytes_digest(text.encode("utf-8"))
 

@@ -22,6 +22,7 @@ from rungbench.causal.ablations.cells import (
     select_cases,
     validate_ablation_answer,
 )
+from rungbench.causal.ablations.contamination import Needles
 from rungbench.causal.ablations.tools import causal_toolbox
 from rungbench.causal.bench.verified import CASES, bench_cases, bench_oracles, open_bench
 from rungbench.execute.runner import RunSummary, create_run, describe_agent, execute_run
@@ -44,9 +45,11 @@ class ArmRun:
 def run_arms(
     matrix: Matrix, arms: Sequence[str], bench_dir: Path, out: Path, agent: Agent, *,
     samples: int | None = None, per_world: int | None = None, concurrency: int = 1,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None, cohort: Needles | None = None,
 ) -> list[ArmRun]:
-    """Run every arm in ``arms`` on the bench's chosen cases; return the scored runs."""
+    """Run every arm in ``arms`` on the bench's chosen cases; return the scored runs.
+    ``cohort`` adds a validation cohort's needles to the per-cell leak scan
+    (:func:`~rungbench.causal.ablations.cells.run_rows`)."""
     bench = open_bench(bench_dir)
     cases = bench_cases(bench)
     oracles = bench_oracles(bench)
@@ -57,18 +60,21 @@ def run_arms(
     for name in arms:
         arm = matrix.arm(name)
         done.append(run_arm(arm, chosen, cases, samples or matrix.samples, source, out, agent,
-                            oracles, concurrency=concurrency, progress=progress))
+                            oracles, concurrency=concurrency, progress=progress,
+                            cohort=cohort))
     return done
 
 
 def run_arm(arm: Arm, chosen: Sequence[Any], cases: Sequence[Any], samples: int,
             source: dict[str, Any], out: Path, agent: Agent, oracles: Any, *,
             concurrency: int = 1,
-            progress: Callable[[str, int, int], None] | None = None) -> ArmRun:
+            progress: Callable[[str, int, int], None] | None = None,
+            cohort: Needles | None = None) -> ArmRun:
     """Create and execute one arm's run; return it scored."""
     schedule = arm_schedule(arm, chosen, cases, samples, source)
     run_dir = create_run(out, schedule, describe_agent(agent))
     hook = None if progress is None else (lambda d, t: progress(arm.name, d, t))
     summary = execute_run(run_dir, agent, validator=validate_ablation_answer,
                           toolbox=causal_toolbox, concurrency=concurrency, progress=hook)
-    return ArmRun(arm.name, run_dir, summary, run_rows(run_dir, oracles))
+    return ArmRun(arm.name, run_dir, summary, run_rows(run_dir, oracles, cases,
+                                                           cohort=cohort))

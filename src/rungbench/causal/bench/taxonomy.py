@@ -43,7 +43,8 @@ LABELS: tuple[str, ...] = (
 CERTAINTY = 0.9
 """Confidence at or above which a wrong answer is unsupported certainty (seed 003)."""
 
-_FAILED = {"wrong", "false_answer_on_non_id", "false_non_id"}
+FAILED_OUTCOMES = frozenset({"wrong", "false_answer_on_non_id", "false_non_id"})
+"""Verdict outcomes that count as failures of a records/1 case."""
 
 
 def answered_point(response: AgentResponse) -> float | None:
@@ -88,7 +89,7 @@ def failure_labels(
     oracle: PrivateOracle, response: AgentResponse | None, verdict: Verdict
 ) -> list[str]:
     """Return every label that applies to a failed verdict; ``[]`` for other outcomes."""
-    if verdict.outcome not in _FAILED or response is None:
+    if verdict.outcome not in FAILED_OUTCOMES or response is None:
         return []
     labels = rung_labels(oracle, response) if response.status == "answer" else []
     if not oracle.identifiable and response.status == "answer":
@@ -224,7 +225,7 @@ class PairMember:
     @property
     def failed(self) -> bool:
         """Failed by its verdict (wrong, false non-ID, false answer on non-ID)."""
-        return self.outcome in _FAILED
+        return self.outcome in FAILED_OUTCOMES
 
     def reads_confused(self) -> bool:
         """Its answer equals, within tol, a value the confused reading gives on this case."""
@@ -373,13 +374,22 @@ TAXONOMY: tuple[FailureLabel, ...] = (
                  "(the bench's own tools serve no graph database)"),
     FailureLabel(ROUTING_BYPASS, "Routing bypass",
                  "Detector flagged opportunity; no tool call; graph held the answer",
-                 "not assigned per benchmark case: needs the opportunity detector's flags and "
-                 "the graph's content per live episode; the weekly report "
-                 "(causal.instrument.weekly) counts flagged opportunities without a call"),
+                 "causal.ablations.labels.is_routing_bypass: a failed ablation cell whose "
+                 "question the arm's gate detector (else the registered default detector) "
+                 "flags, whose deciding attempt called no graph tool (arms.GRAPH_TOOLS), and "
+                 "whose held graph holds the answer: causal(), offered in the cell, through "
+                 "the arm's query path on the held rows, asked the case's queries (does T "
+                 "cause Y? per treatment and "
+                 "target; what does X cause? per observed variable of a discovery item), "
+                 "returns a non-empty edge set equal to the repaired query's on the world's "
+                 "true edges"),
     FailureLabel(ORACLE_LEAKAGE, "Oracle leakage",
                  "Validation world identifiers found in Piper's memory or reasoning",
-                 "not assigned per benchmark case: a property of a cohort, found by the "
-                 "memory and reasoning scan of causal.ablations.contamination"),
+                 "causal.ablations.labels.leaked_needles: an ablation cell whose turns or "
+                 "tool-call arguments (every attempt) name a world id of the bench it ran on "
+                 "(the agent is never shown one), or a needle of a validation cohort passed "
+                 "in; any verdict (with_oracle_leakage). The cohort-wide memory scan is "
+                 "causal.ablations.contamination"),
     FailureLabel(SCORER_HARNESS, "Scorer / harness failure",
                  "Stage 2 output correct, stage 4 verdict wrong; or harness exception",
                  "causal.instrument.controls.failure_label: a control case whose wrong "
@@ -454,6 +464,19 @@ def fabricated_links(claimed: Sequence[Sequence[str]], delivered: set[Edge]) -> 
         if not reaches(a, b) and (a, b) not in out:
             out.append((a, b))
     return out
+
+
+def with_routing_bypass(labels: Sequence[str]) -> list[str]:
+    """A failed row's labels once routing bypass is shown: the verdict's labels
+    (``unexplained`` dropped, the bypass explains the failure) and ``routing_bypass``."""
+    return [*(lb for lb in labels if lb not in (UNEXPLAINED, ROUTING_BYPASS)), ROUTING_BYPASS]
+
+
+def with_oracle_leakage(labels: Sequence[str]) -> list[str]:
+    """A row's labels once its writing shows a harness-only identifier: the other labels
+    (``unexplained`` dropped) and ``oracle_leakage``. Like :func:`with_fabrication`, the trace
+    licenses the label whatever the verdict: a right answer may rest on the leak."""
+    return [*(lb for lb in labels if lb not in (UNEXPLAINED, ORACLE_LEAKAGE)), ORACLE_LEAKAGE]
 
 
 def with_fabrication(labels: Sequence[str]) -> list[str]:
