@@ -17,6 +17,7 @@ from rungbench.causal.instrument import claims
 
 EXE = str(Path(sys.executable).parent / "rungbench")
 PRICED = "--usd-per-mtok-in 0.15 --usd-per-mtok-out 0.6"
+pytestmark = pytest.mark.xdist_group("decisions_journey")  # one worker builds the journey
 
 
 def rb(line: str) -> subprocess.CompletedProcess[str]:

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rungbench.causal.ablations.arms import load_matrix
+from rungbench.demo import StageResult
 from rungbench.demo.ablations import SEED_ROWS, check, run
 
+pytestmark = pytest.mark.xdist_group("demo_ablations")  # one worker builds the shared run
 
-def test_stage_runs_every_arm_and_reports_every_seed_row(tmp_path: Path) -> None:
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, StageResult]:
+    """One first run of the stage (2,080 cells), shared by the tests that read it."""
+    workdir = tmp_path_factory.mktemp("demo-ablations")
+    return workdir, run(workdir)
+
+
+def test_stage_runs_every_arm_and_reports_every_seed_row(
+        first_run: tuple[Path, StageResult]) -> None:
     """All sixteen arms (A4, A6, A7, A8 included) run on the 26 demo worlds; the isolation table
     holds every row of the seed's table and every A11 − A11−k; the planted
     counterfactual-module effect A2 − A4 is above 0 with an interval above 0; a second run
     verifies the runs and reuses the report."""
-    first = run(tmp_path)
+    workdir, first = first_run
     assert first.failure is None
     s = first.summary
     assert s["arms"] == 16 and s["worlds"] == 26 and s["cells"] == 16 * 26 * 5
@@ -24,20 +37,22 @@ def test_stage_runs_every_arm_and_reports_every_seed_row(tmp_path: Path) -> None
     assert planted["mean"] > 0 and planted["ci95"][0] > 0 and planted["verdict"] == "a_better"
     assert rows[("A9", "A3")]["verdict"] == "a_better"
     assert "equivalent" not in {r["verdict"] for r in s["isolation"]}  # no margin committed
-    again = run(tmp_path)
+    again = run(workdir)
     assert again.summary["reused"] and again.summary["isolation"] == s["isolation"]
     assert first.report == {"ablations": first.detail}
 
 
-def test_html_report_shows_every_isolation_row(tmp_path: Path) -> None:
-    """Published through the demo's report, the ablations section holds one row per
-    comparison of the preset, every seed row among them, each with its verdict."""
+def test_html_report_shows_every_isolation_row(first_run: tuple[Path, StageResult]) -> None:
+    """Published through the demo's report (the stage reusing the first run's verified
+    arms), the ablations section holds one row per comparison of the preset, every seed row
+    among them, each with its verdict."""
     from rungbench.demo import STAGES, publish_report, run_demo
 
-    outcomes = run_demo(tmp_path, stages=tuple(s for s in STAGES if s.key == "ablations"))
-    rendered = publish_report(tmp_path, outcomes)
+    workdir, _ = first_run
+    outcomes = run_demo(workdir, stages=tuple(s for s in STAGES if s.key == "ablations"))
+    rendered = publish_report(workdir, outcomes)
     assert rendered["sections"]["ablations"] == "present"
-    html = (tmp_path / "report" / "index.html").read_text("utf-8")
+    html = (workdir / "report" / "index.html").read_text("utf-8")
     body = html[html.index('id="ablation-isolation"'):]
     body = body[:body.index("</table>")]
     assert body.count("<tr><td>") == len(load_matrix().comparisons)
