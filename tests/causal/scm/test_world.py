@@ -131,6 +131,13 @@ def test_query_json_round_trip() -> None:
         assert Query.from_json(q.to_json()) == q
 
 
+def test_query_with_an_unknown_key_is_refused() -> None:
+    """A misspelt part ("given" for "evidence") is refused naming it, never dropped (which
+    answered the unconditional probability instead)."""
+    with pytest.raises(InputError, match="unknown key 'given'"):
+        Query.from_json({"rung": 1, "target": {"Y": 1}, "given": {"X": 1}})
+
+
 def test_graph_helpers() -> None:
     """descendants/ancestors/children follow the directed edges, latents included."""
     w = World("w", (

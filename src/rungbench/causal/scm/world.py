@@ -432,6 +432,10 @@ def _topological(by_name: Mapping[str, Variable]) -> tuple[Variable, ...]:
     return tuple(out)
 
 
+QUERY_KEYS: tuple[str, ...] = ("rung", "target", "do", "evidence")
+"""The keys of a `rungbench.query/1` document (docs/CONTRACTS.md §2)."""
+
+
 @dataclass(frozen=True)
 class Query:
     """A `rungbench.query/1` query (CONTRACTS §2)."""
@@ -464,6 +468,10 @@ class Query:
         """
         if not isinstance(doc, Mapping):
             raise InputError("query must be an object", field="query")
+        unknown = sorted(str(k) for k in doc if k not in QUERY_KEYS)
+        if unknown:  # a misspelt part ("given") would silently drop its event
+            raise InputError(f"unknown key {unknown[0]!r}; a query has "
+                             f"{', '.join(QUERY_KEYS)}", field="query")
         rung = doc.get("rung")
         if rung not in (1, 2, 3) or isinstance(rung, bool):
             raise InputError(f"rung must be 1, 2 or 3, got {rung!r}", field="rung")
