@@ -88,6 +88,17 @@ def test_mediators_are_descendants_of_x_that_are_ancestors_of_y() -> None:
     assert estimands.mediators(world_from_cpts("d", net), "X", "Y") == ("A", "B")
 
 
+def test_the_effect_of_a_variable_on_itself_is_refused() -> None:
+    """ATE of X on X (it answered 1.0) is refused naming the outcome field, for every
+    estimand and for the coupling check."""
+    world = world_from_cpts("s", [Cpt("X", (), (0.5,)), Cpt("Y", ("X",), (0.2, 0.7))])
+    for name in estimands.ESTIMANDS:
+        with pytest.raises(InputError, match="must differ"):
+            estimands.estimate(world, name, "X", "X")
+        with pytest.raises(InputError, match="must differ"):
+            estimands.coupled(world, name, "X", "X")
+
+
 def test_estimands_equal_brute_force_sums_of_cpt_products() -> None:
     """ATE, ETT, NDE, NIE equal an independent sum over CPT products to 1e-12 (40 networks)."""
     rng = np.random.default_rng(3)

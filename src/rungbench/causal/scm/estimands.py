@@ -107,7 +107,10 @@ def nie(world: World, x: str, y: str, *, x1: int = 1, x0: int = 0,
 
 def _require_binary(world: World, x: str, y: str) -> None:
     """Refuse a treatment or outcome of more than two states: these risk differences read
-    Y = 1 under X = x1 vs x0, which names no contrast of a categorical variable."""
+    Y = 1 under X = x1 vs x0, which names no contrast of a categorical variable. The
+    treatment and the outcome must differ (the effect of X on itself is no estimand)."""
+    if x == y:
+        raise InputError(f"treatment and outcome must differ, both are {x!r}", field="y")
     for name, role in ((x, "x"), (y, "y")):
         k = world.card(name)
         if k != 2:
