@@ -218,6 +218,22 @@ def test_a_bif_path_builds_like_a_bundled_network(tmp_path: Path) -> None:
     assert sorted(record["couplings"]) == ["comonotone", "independent"]
 
 
+def test_a_two_variable_network_builds(tmp_path: Path) -> None:
+    """A network smaller than the widest evidence draw (2 variables, up to 3 evidence) builds:
+    its rung-1 items take the one evidence variable it has (the draw raised ValueError)."""
+    path = tmp_path / "pair.bif"
+    path.write_text("network pair { }\n"
+                    "variable A { type discrete [ 2 ] { yes, no }; }\n"
+                    "variable B { type discrete [ 2 ] { yes, no }; }\n"
+                    "probability ( A ) { table 0.3, 0.7; }\n"
+                    "probability ( B | A ) { (yes) 0.9, 0.1; (no) 0.2, 0.8; }\n")
+    for split in ("dev", "test"):
+        build_split(split, 1, 8, tmp_path / split, networks=str(path))
+        oracles = [json.loads(x) for x in (tmp_path / split / "private" / "oracle.jsonl")
+                   .read_text().splitlines()]
+        assert any(o["family"] == NETWORK_FAMILY and o["rung"] == 1 for o in oracles), split
+
+
 def test_both_scorers_agree_on_every_network_case(bench: Path) -> None:
     """The first and the independent second scorer give the same outcome and absolute error
     for every reference agent's response, and for responses off by 0.01 / 0.05."""

@@ -299,7 +299,10 @@ def rung1_item(net: Network, shape: QueryShape, rng: np.random.Generator, slot: 
     """P(Y=y | E=e): Y and 1-3 evidence variables at random, e drawn from the joint."""
     w = net.world
     names = list(w.observed_names)
-    size = shape.evidence_sizes[int(rng.integers(len(shape.evidence_sizes)))]
+    size = min(shape.evidence_sizes[int(rng.integers(len(shape.evidence_sizes)))],
+               len(names) - 1)  # a small network has fewer evidence variables to give
+    if size < 1:
+        return None
     picks = [names[int(i)] for i in rng.choice(len(names), size=size + 1, replace=False)]
     y, ev_vars = picks[0], picks[1:]
     evidence = draw_event(w, ev_vars, rng)
