@@ -88,10 +88,11 @@ def test_scored_run_directory_exports_its_verified_verdicts(run_dir: Path,
 
 
 def test_a_run_with_twins_mutations_and_networks_exports_every_row(tmp_path: Path) -> None:
-    """A bench built with twins, paraphrases, a skin swap, a renaming and an imported network
-    exports its verdicts whole: each row names its mutation or twin kind, originals null."""
+    """A bench built with twins, paraphrases, a skin swap, a renaming, an imported network and
+    the incident episodes exports its verdicts whole: each row names its mutation or twin
+    kind (originals null), episode rows their episode and stage."""
     build_split("dev", 3, 5, tmp_path / "bench", twins=True, paraphrases=1, skin_swap=True,
-                renaming=True, networks="asia")
+                renaming=True, networks="asia", families="incident")
     evaluate(tmp_path / "bench", "reference:rung1", tmp_path / "run")
     result = export.export_source(tmp_path / "run", tmp_path / "v.json", "causal-verdicts",
                                   "json")
@@ -101,6 +102,7 @@ def test_a_run_with_twins_mutations_and_networks_exports_every_row(tmp_path: Pat
     assert kinds == {None, "paraphrase", "skin_swap", "renaming"}
     assert any(r["twin"] is not None for r in rows)
     assert any(r["family"] == "network" and r["mutation"] is None for r in rows)
+    assert any(r["version"] is not None and r["episode_id"] for r in rows)
 
 
 def test_lists_inside_json_documents_export_by_key_path(tmp_path: Path) -> None:

@@ -310,6 +310,12 @@ VERDICTS = TableSchema("causal-verdicts", (
     _c("mutation", "str", "paraphrase, skin_swap or renaming: the transfer variant the case is "
        "(null: an original)"),
     _c("twin", "str", "the matched diagnostic variant the case is (null: not a twin)"),
+    _c("version", "str", "records version of an episode-family case (null: records/1)"),
+    _c("episode_id", "str", "episode of an episode-family case"),
+    _c("stage", "int", "stage of the episode"),
+    _c("identified_set", "json", "causes the delivered evidence leaves live (episode cases)"),
+    _c("named", "str", "the cause the response named (episode cases)"),
+    _c("experiment_regret", "float", "cost regret of the experiment run (episode cases)"),
 ), "one row per bench case of a scored causal run (RUN/private/verdicts.jsonl, flattened)")
 """Schema of the per-case causal verdict table (``--table causal-verdicts``)."""
 
