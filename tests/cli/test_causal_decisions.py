@@ -82,7 +82,8 @@ def test_decisions_then_weekly_report_answer_question_3(journey: dict[str, Any])
     """`causal decisions` writes the document, prints both runs and the answer; the weekly
     report reads it, answers question 3 with the same interval and answer, and shows each
     run's sandbox repair success in its Diagnosis and repair block; a second --out to the same
-    file is refused (exit 1, the file untouched) unless --force."""
+    file is refused (exit 1, the file untouched) unless --force; an edited interval no longer
+    matches the document's digest and the weekly report refuses it in one line."""
     j = journey
     doc_path = j["root"] / "decisions.json"
     line = (f"rungbench causal decisions --bench {j['bench']} {j['runs']['p2']} "
@@ -105,6 +106,13 @@ def test_decisions_then_weekly_report_answer_question_3(journey: dict[str, Any])
               f"--decisions {doc_path}")
     assert text.returncode == 0
     assert "3. decisions improve at acceptable cost: **yes**" in text.stdout
+    edited = {**doc, "paired": {**doc["paired"], "delta": {**d, "high": 0.5}}}
+    forged = j["root"] / "forged.json"
+    forged.write_text(json.dumps(edited))
+    refused = rb(f"rungbench causal weekly-report --db {j['store']} --week 2026-10-12 "
+                 f"--decisions {forged}")
+    assert refused.returncode == 1 and "digest" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
     again = rb(line)
     assert again.returncode == 1 and "--force" in again.stderr
     assert json.loads(doc_path.read_text()) == doc

@@ -25,6 +25,7 @@ def test_stage_answers_question_3_and_reuses_its_runs(tmp_path: Path) -> None:
     second = run(tmp_path)
     again = json.loads(Path(second.summary["written"]).read_text())
     for doc in (written, again):
+        doc.pop("digest")  # it covers the log heads
         for r in doc["runs"].values():
             r.pop("log_head")
     assert again == written

@@ -197,6 +197,11 @@ def weekly_command(
 
     def build() -> dict[str, Any]:
         docs = weekly.load_optional([bench, graph_vs_text, controls, decisions])
+        if decisions is not None and docs[3] is not None:
+            from rungbench.causal.bench.decisions import DECISIONS_SCHEMA, verify_decisions
+
+            if docs[3].get("schema") == DECISIONS_SCHEMA:
+                verify_decisions(docs[3], decisions)
         if decisions_from is not None and episode_bench is not None:
             from rungbench.causal.bench.decisions import decisions_document
 

@@ -53,7 +53,8 @@ from rungbench.causal.bench.verified import (
     has_episodes,
     open_bench,
 )
-from rungbench.errors import InputError, Reason, Refusal
+from rungbench.errors import InputError, IntegrityError, Reason, Refusal
+from rungbench.evidence.canonical import digest
 from rungbench.execute.events import CHAIN, read_events
 from rungbench.execute.runner import EVENTS, load_run, verify_run
 from rungbench.stats import cluster_ratio_draws, nan_interval, paired_cluster_bootstrap
@@ -256,7 +257,7 @@ def decisions_document(bench_dir: Path, run_a: Path, run_b: Path, *,
     a, b = (_run_repairs(bench.digests[EPISODE_CASES], cases, oracles, r)
             for r in (run_a, run_b))
     paired = paired_decisions(a, b, cost_ceiling=cost_ceiling, n_boot=n_boot, seed=seed)
-    return {"schema": DECISIONS_SCHEMA,
+    doc = {"schema": DECISIONS_SCHEMA,
             "endpoint": "expected repair loss (posterior given the delivered evidence) and "
                         "sandbox repair success (exact, private world) per dollar",
             "bench": {"name": bench_dir.name, "cases_v2": bench.digests[EPISODE_CASES]},
@@ -265,3 +266,17 @@ def decisions_document(bench_dir: Path, run_a: Path, run_b: Path, *,
             "cases": {k: [c.to_json() for c in r.cases] for k, r in (("a", a), ("b", b))},
             "bootstrap": {"n_boot": n_boot, "seed": seed, "clusters": "world_id"},
             **paired}
+    return {**doc, "digest": digest(doc)}
+
+
+def verify_decisions(doc: Mapping[str, Any], path: Path) -> None:
+    """Refuse a ``decisions`` document whose content does not match the digest it was
+    written with (an edited interval or case would otherwise answer question 3)."""
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    try:
+        ok = doc.get("digest") == digest(body)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise IntegrityError(f"{path}: the decisions document does not match its digest "
+                             "(edited after causal decisions wrote it?)")
