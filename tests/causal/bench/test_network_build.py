@@ -170,17 +170,19 @@ def test_the_skin_audit_and_listing_gate_pass_with_networks(bench: Path) -> None
 
 
 def test_reference_agents_score_as_expected(bench: Path, tmp_path: Path) -> None:
-    """On network cases the oracle agent is always right, always-abstain always abstains,
+    """On network cases the oracle agent and the original-wording agent are always right,
+    always-abstain always abstains,
     and the rung-1 agent is wrong exactly where P(y | x) is farther than tol from the
     answer."""
     oracles = bench_oracles(open_bench(bench))
     net = {cid for cid, o in oracles.items() if o.family == NETWORK_FAMILY}
     rows = {}
-    for agent in ("oracle", "always_abstain", "rung1"):
+    for agent in ("oracle", "always_abstain", "rung1", "original_wording"):
         evaluate(bench, f"reference:{agent}", tmp_path / agent)
         rows[agent] = {r["verdict"]["case_id"]: r for r in run_verdicts(open_run(tmp_path / agent))
                        if r["verdict"]["case_id"] in net}
-    assert {r["verdict"]["outcome"] for r in rows["oracle"].values()} == {"correct"}
+    for agent in ("oracle", "original_wording"):  # network wording is original wording
+        assert {r["verdict"]["outcome"] for r in rows[agent].values()} == {"correct"}
     assert {r["verdict"]["outcome"] for r in rows["always_abstain"].values()} == {"abstain"}
     wrong = {cid for cid, r in rows["rung1"].items() if r["verdict"]["outcome"] == "wrong"}
     expected = {cid for cid in net if oracles[cid].rung > 1

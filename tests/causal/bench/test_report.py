@@ -14,6 +14,7 @@ from rungbench.causal.bench.report import (
     load_rows,
     to_markdown,
     transfer_gap,
+    transfer_lines,
     transfer_table,
 )
 from rungbench.causal.bench.taxonomy import ALL_LABELS, TAXONOMY
@@ -235,3 +236,5 @@ def test_a_gap_compares_only_the_worlds_that_hold_the_mutation() -> None:
     block = transfer_table(rows)["1"]
     assert block["original"]["n"] == 4 and block["original"]["accuracy"] == 0.5
     assert block["paraphrase"]["gap"] == 0.0 and block["paraphrase"]["n_original"] == 2
+    assert block["paraphrase"]["k_original"] == 2
+    assert "+0.000 (2/2)" in "\n".join(transfer_lines(transfer_table(rows)))

@@ -23,8 +23,9 @@ taxonomy": each confused agent must show its own label on its failures,
 ``temporal_order``        on listing-order pairs, orients edges by listing position
 ``overconfident``         a wrong value, no confused reading, at confidence 0.95
 ``original_wording``      the reference answer on questions worded by an original
-                          template, a wrong one on every other wording (a planted
-                          agent that does not transfer to paraphrases)
+                          template (or an imported network's), a wrong one on every
+                          other wording (a planted agent that does not transfer to
+                          paraphrases)
 ========================  ==================================================
 
 Episode families (records/2, :data:`EPISODE_POLICIES`): ``oracle``,
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rungbench.causal.bench.incidents import JOINT_SEP
+from rungbench.causal.bench.networks import NETWORK_FAMILY
 from rungbench.causal.bench.paraphrases import is_original_wording
 from rungbench.causal.bench.records import (
     AgentResponse,
@@ -215,8 +217,11 @@ def wrong_answer(o: PrivateOracle) -> dict[str, Any]:
 
 def _original_wording(o: PrivateOracle, case: PublicCase) -> dict[str, Any]:
     """The reference answer when the question is worded by an original template
-    (``paraphrases.is_original_wording``, read from the public text), else a wrong one."""
-    return _oracle_fields(o) if is_original_wording(case.question) else wrong_answer(o)
+    (``paraphrases.is_original_wording``, read from the public text) or is an imported
+    network's (worded by ``network_build``'s own templates, never paraphrased), else a wrong
+    one."""
+    original = is_original_wording(case.question) or o.family == NETWORK_FAMILY
+    return _oracle_fields(o) if original else wrong_answer(o)
 
 
 POLICIES: dict[str, tuple[Callable[[PrivateOracle], dict[str, Any]], float]] = {

@@ -242,8 +242,9 @@ def transfer_table(rows: list[dict[str, Any]], *, seed: int = 0) -> dict[str, An
 
     Rungs are keyed like ``by_rung`` (``"1"``, ``"2"``, ``"3"``). A mutation with no case
     in a rung is ``{"built": false}``; the original row carries no gap. Each gap compares a
-    mutation with the original cases of the worlds that hold it (``n_original`` of them), so
-    a family built without that mutation (imported networks, say) does not enter it.
+    mutation with the original cases of the worlds that hold it (``k_original`` right of
+    ``n_original``), so a family built without that mutation (imported networks, say) does
+    not enter it.
     """
     out: dict[str, Any] = {}
     for rung in sorted({str(r["rung"]) for r in rows if mutation_of(r) is not None}):
@@ -264,7 +265,8 @@ def transfer_table(rows: list[dict[str, Any]], *, seed: int = 0) -> dict[str, An
             held = {str(r.get("world_id")) for r in rs}
             base = [r for r in original if str(r.get("world_id")) in held]
             if m != "original" and base:
-                block[m].update(transfer_gap(rs, base, seed=seed), n_original=len(base))
+                block[m].update(transfer_gap(rs, base, seed=seed), n_original=len(base),
+                                k_original=sum(_is_right(r) for r in base))
         out[rung] = block
     return out
 
@@ -363,8 +365,10 @@ def transfer_lines(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
     lines = ["## Transfer across mutations", "",
              "Accuracy per rung on the original cases and on each semantic mutation, and the "
              "transfer gap (mutation − original) with a 95% cluster-bootstrap interval over "
-             "worlds. A mutation the bench does not hold is 'not built'.", "",
-             "| rung | mutation | k/n | worlds | accuracy | gap vs original "
+             "worlds. Each gap is against the original cases of the worlds that hold that "
+             "mutation (k/n in brackets). A mutation the bench does not hold is 'not built'.",
+             "",
+             "| rung | mutation | k/n | worlds | accuracy | gap vs original (its originals) "
              "| 95% CI over worlds (cluster bootstrap) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for rung, block in table.items():
@@ -373,7 +377,8 @@ def transfer_lines(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
             if not a["built"]:
                 lines.append(f"| {name} | {m} | {NOT_BUILT} | — | {NOT_BUILT} | — | — |")
                 continue
-            gap = f"{a['gap']:+.3f}" if "gap" in a else "—"
+            gap = (f"{a['gap']:+.3f} ({a['k_original']}/{a['n_original']})" if "gap" in a
+                   else "—")
             ci = a.get("ci95_cluster_bootstrap")
             lines.append(f"| {name} | {m} | {a['k']}/{a['n']} | {a['n_worlds']} | "
                          f"{_fmt(a['accuracy'])} | {gap} | "
