@@ -105,6 +105,15 @@ def test_a_run_with_twins_mutations_and_networks_exports_every_row(tmp_path: Pat
     assert any(r["version"] is not None and r["episode_id"] for r in rows)
 
 
+def test_an_unknown_table_is_named_before_the_source_is_read(run_dir: Path,
+                                                             tmp_path: Path) -> None:
+    """An unknown --table is refused naming it, whatever the source (a run directory gave
+    'is a directory'), and nothing is written."""
+    with pytest.raises(InputError, match="unknown table 'nosuch'"):
+        export.export_source(run_dir, tmp_path / "t.csv", "nosuch", "csv")
+    assert not (tmp_path / "t.csv").exists()
+
+
 def test_lists_inside_json_documents_export_by_key_path(tmp_path: Path) -> None:
     """``select`` picks a record list (census transition table) or a list of pairs."""
     doc = {"schema": "x", "transition_table": [

@@ -446,6 +446,9 @@ def export_source(source: Path, out: Path, table: str, fmt: str, *,
     directory (``causal-verdicts``)."""
     from rungbench.errors import Reason, Refusal
 
+    if table != "records" and table not in SCHEMAS:
+        raise InputError(f"unknown table {table!r}; choose records or one of {sorted(SCHEMAS)}",
+                         field="table")
     if out.exists() and not force:
         raise Refusal([Reason("exists", f"{out} exists; pass --force to replace it",
                               subject=str(out))], gate="export")
@@ -459,11 +462,8 @@ def export_source(source: Path, out: Path, table: str, fmt: str, *,
             records = verdict_records(records)
     if table == "records":
         schema = infer_schema(source.stem, records, f"records of {source.name}")
-    elif table in SCHEMAS:
-        schema = SCHEMAS[table]
     else:
-        raise InputError(f"unknown table {table!r}; choose records or one of {sorted(SCHEMAS)}",
-                         field="table")
+        schema = SCHEMAS[table]
     tmp = out.with_name(f".{out.name}.tmp")
     rows = write_table(records, schema, tmp, fmt)
     tmp.replace(out)
