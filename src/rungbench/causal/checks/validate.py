@@ -531,11 +531,12 @@ def check_categorical_adjustment(seed: int = 3, n_worlds: int = N_CATEGORICAL_WO
     back, front = categorical_adjustment_differences(seed, n_worlds)
     max_back = max(back) if back else math.inf
     max_front = max(front) if front else 0.0
+    front_text = (f"{len(front)} front-door queries, max difference {max_front:.1e}" if front
+                  else "no front-door query in these worlds (front-door not exercised)")
     return CheckRow(
         "categorical back-door adjustment",
         "as row 3, on the categorical worlds of the checker row, every value of X",
-        f"{len(back)} back-door queries, max difference {max_back:.1e}; "
-        f"{len(front)} front-door queries, max difference {max_front:.1e}",
+        f"{len(back)} back-door queries, max difference {max_back:.1e}; {front_text}",
         max_back <= ADJUSTMENT_TOL and max_front <= ADJUSTMENT_TOL,
         {"backdoor_queries": len(back), "backdoor_max_diff": max_back,
          "frontdoor_queries": len(front), "frontdoor_max_diff": max_front},
