@@ -52,6 +52,18 @@ def test_human_output_and_markdown(tmp_path: Path) -> None:
     assert "## Identification table" in result.stdout
 
 
+def test_the_build_line_counts_the_episode_cases(tmp_path: Path) -> None:
+    """The human build summary adds the records/2 episode cases and their worlds to the
+    records/1 count (it printed only the latter, under the total the table showed)."""
+    result = CliRunner().invoke(app, ["build", "--split", "dev", "--worlds", "2", "--seed", "3",
+                                      "--families", "incident", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.stdout
+    doc = json.loads((tmp_path / "b" / "public" / "manifest.json").read_text())
+    v2 = doc["records_v2"]
+    assert (f"{doc['n_cases']} cases + {v2['n_cases']} episode cases over {v2['n_worlds']} "
+            "worlds (records/2)") in " ".join(result.stdout.split())
+
+
 def test_errors_are_one_line_with_exit_codes(tmp_path: Path) -> None:
     """A missing bench is exit 1 naming it; an unknown split is a refusal (exit 3)."""
     args = ["eval", "--bench", str(tmp_path / "none"), "--agent", "reference:oracle",

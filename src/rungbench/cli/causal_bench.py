@@ -112,8 +112,12 @@ def build_command(
         table.add_row(f"{key} (records/2)", str(n))
     console.print(table)
     scan = summary["leak_scan"]
-    console.print(f"{summary['n_worlds']} worlds, {summary['n_cases']} cases; leak scan "
-                  f"{'clean' if scan['ok'] else 'FAILED'} over {scan['files']} public files.")
+    v2 = summary.get("records_v2") or {}
+    episodes = (f" + {v2['n_cases']} episode cases over {v2['n_worlds']} worlds (records/2)"
+                if v2 else "")
+    console.print(f"{summary['n_worlds']} worlds, {summary['n_cases']} cases{episodes}; leak "
+                  f"scan {'clean' if scan['ok'] else 'FAILED'} over {scan['files']} public "
+                  "files.", highlight=False)
 
 
 def _refuse(detail: str) -> None:
