@@ -64,7 +64,8 @@ def import_cladder_command(
 
 
 def import_bif_command(
-    file: Annotated[pathlib.Path, typer.Argument(help="All-binary BIF network.")],
+    file: Annotated[pathlib.Path, typer.Argument(
+        help="BIF network (2-64 named states per variable).")],
     out: Annotated[pathlib.Path, typer.Option("--out", help="Output directory (sealed).")],
     coupling: Annotated[str | None, typer.Option(
         "--coupling", callback=_coupling,

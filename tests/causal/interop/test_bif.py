@@ -173,6 +173,17 @@ def test_malformed_tables_fail_naming_the_line(body: str, message: str) -> None:
 
 
 
+def test_a_cyclic_parent_relation_is_refused_naming_the_file() -> None:
+    """A → B → A is refused by the parser, naming the file and the cycle (the world
+    builder's later error named neither the file nor the line)."""
+    text = ("network c { }\nvariable A { type discrete [ 2 ] { y, n }; }\n"
+            "variable B { type discrete [ 2 ] { y, n }; }\n"
+            "probability ( A | B ) { (y) 0.5, 0.5; (n) 0.5, 0.5; }\n"
+            "probability ( B | A ) { (y) 0.5, 0.5; (n) 0.5, 0.5; }\n")
+    with pytest.raises(InputError, match=r"cyc\.bif: the parent relation has a cycle"):
+        parse_bif(text, path="cyc.bif")
+
+
 def test_bad_state_lists_and_undeclared_variables_are_refused() -> None:
     """A state count that disagrees with its list, one or 65 states, a repeated state or a
     block naming an undeclared variable is refused naming the variable."""

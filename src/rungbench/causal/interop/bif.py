@@ -21,6 +21,7 @@ a cycle is an InputError naming the file, line, variable and row.
 
 from __future__ import annotations
 
+import graphlib
 import itertools
 import math
 import re
@@ -257,7 +258,8 @@ def _cpt(var: str, parents: tuple[str, ...], dist: tuple[tuple[float, ...], ...]
 
 
 def parse_bif(text: str, *, path: str = "<bif>") -> BifNetwork:
-    """Parse BIF text into binary CPTs; InputError names the line and variable."""
+    """Parse BIF text into CPTs (2-64 named states per variable); InputError names the file,
+    the line and the variable, a cyclic parent relation the file and the cycle."""
     reader = _Reader(path, _tokens(text))
     name = "unknown"
     states: dict[str, tuple[str, ...]] = {}
@@ -281,6 +283,11 @@ def parse_bif(text: str, *, path: str = "<bif>") -> BifNetwork:
         raise InputError(f"no probability block for {missing!r}", path=path)
     if not states:
         raise InputError("the file declares no variables", path=path)
+    try:
+        graphlib.TopologicalSorter({v: ps for v, (ps, _) in blocks.items()}).prepare()
+    except graphlib.CycleError as exc:
+        raise InputError(f"the parent relation has a cycle through {exc.args[1]!r}",
+                         path=path) from None
     named = any(len(s) > 2 for s in states.values())
     return BifNetwork(name, states, tuple(_cpt(v, ps, dist, states[v], named=named)
                                           for v, (ps, dist) in blocks.items()))
