@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from tests.pyagrum_bridge import lazy_answer, pyagrum_copy, with_our_numbers
 
 from rungbench.causal.bench.networks import (
     NETWORK_DIR,
@@ -24,10 +22,8 @@ from rungbench.causal.bench.networks import (
     parse_networks,
 )
 from rungbench.causal.scm import oracle
-from rungbench.causal.scm.world import Query, World
+from rungbench.causal.scm.world import Query
 from rungbench.errors import InputError, Refusal
-
-_PYAGRUM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 
 
 def _items(name: str, split: str = "test", draws: int = 6, seed: int = 3
@@ -36,75 +32,26 @@ def _items(name: str, split: str = "test", draws: int = 6, seed: int = 3
     return net, network_items(net, np.random.default_rng(seed), split=split, draws=draws)
 
 
-def _pyagrum_copy(name: str, tmp: Path, states: Mapping[str, tuple[str, ...]]) -> Path:
-    """The BIF file with every state name pyAgrum's parser rejects renamed (for pyAgrum
-    only; rungbench reads the original)."""
-    text = (NETWORK_DIR / f"{name}.bif").read_text(encoding="utf-8")
-    bad = sorted({s for names in states.values() for s in names
-                  if not _PYAGRUM_NAME.fullmatch(s)}, key=len, reverse=True)
-    if bad:
-        rename = {s: f"state_{i}" for i, s in enumerate(bad)}
-        pattern = re.compile(r"(?<=[\s{(,])(" + "|".join(map(re.escape, bad)) + r")(?=[\s,;)}])")
-        text = pattern.sub(lambda m: rename[m.group(1)], text)
-    path = tmp / f"{name}.bif"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _set_our_numbers(bn: Any, world: World) -> float:
-    """Give pyAgrum's CPTs our full-precision P(V | parents); return the largest change."""
-    worst = 0.0
-    for v in world.variables:
-        pot, cpd = bn.cpt(v.name), v.cpd()
-        for row in range(v.rows):
-            inst = {p: (row // s) % k for p, s, k in zip(v.parents, v.strides, v.parent_cards,
-                                                         strict=True)}
-            for s in range(v.card):
-                at = {**inst, v.name: s}
-                worst = max(worst, abs(pot[at] - float(cpd[s, row])))
-                pot[at] = float(cpd[s, row])
-    return worst
-
-
-def _lazy(gum: Any, bn: Any, target: Mapping[str, int], do: Mapping[str, int],
-          evidence: Mapping[str, int]) -> float:
-    """P(target | do, evidence) by pyAgrum LazyPropagation on the mutilated network."""
-    ((y, a),) = target.items()
-    net, given = bn, dict(evidence)
-    if do:
-        ((x, b),) = do.items()
-        net = gum.BayesNet(bn)
-        for p in list(net.parents(x)):
-            net.eraseArc(p, net.idFromName(x))
-        net.cpt(x).fillWith([1.0 if s == b else 0.0 for s in range(net.variable(x).domainSize())])
-        given[x] = b
-    ie = gum.LazyPropagation(net)
-    ie.setEvidence(given)
-    ie.addTarget(y)
-    ie.makeInference()
-    return float(ie.posterior(y)[{y: a}])
-
-
 @pytest.mark.parametrize("name", ["alarm", "child"])
 def test_item_answers_equal_pyagrum_lazy_propagation(name: str, tmp_path: Path) -> None:
     """Every rung-1, rung-2 and identification value, and the rung-1 / population rung-2
     readings of every rung-3 item, equal pyAgrum's LazyPropagation within 1e-9."""
     gum = pytest.importorskip("pyagrum", reason="pyAgrum not installed (extra crosscheck)")
     net, items = _items(name)
-    bn = gum.loadBN(str(_pyagrum_copy(name, tmp_path, net.states)))
-    assert _set_our_numbers(bn, net.world) <= 1e-6
+    bn = gum.loadBN(str(pyagrum_copy(NETWORK_DIR / f"{name}.bif", tmp_path, net.states)))
+    assert with_our_numbers(bn, net.world) <= 1e-6
     checked = {1: 0, 2: 0, 3: 0}
     for it in items:
         q = it.query
         if it.rung == 3:
             ((x, x1),) = q.do.items()
             ((y, yv),) = q.target.items()
-            got = _lazy(gum, bn, {y: yv}, {x: x1}, {})
+            got = lazy_answer(gum, bn, {y: yv}, {x: x1}, {})
             assert it.confusions["rung2_population"] == pytest.approx(got, abs=1e-9)
-            got1 = _lazy(gum, bn, {y: yv}, {}, {x: x1})
+            got1 = lazy_answer(gum, bn, {y: yv}, {}, {x: x1})
             assert it.confusions["rung1"] == pytest.approx(got1, abs=1e-9)
         else:
-            assert it.value == pytest.approx(_lazy(gum, bn, q.target, q.do, q.evidence),
+            assert it.value == pytest.approx(lazy_answer(gum, bn, q.target, q.do, q.evidence),
                                              abs=1e-9), it.estimand
         checked[it.rung] += 1
     assert checked[1] == 6 and checked[2] == 12 and checked[3] == 6

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.pyagrum_bridge import lazy_answer, pyagrum_copy, with_our_numbers
 
 from rungbench.causal.interop.bif import parse_bif, read_bif
 from rungbench.causal.scm import cpts, oracle
@@ -295,59 +294,6 @@ def test_child_keeps_the_state_names_pyagrum_rejects() -> None:
     assert 0.0 < oracle.probability(world, q) < 1.0
 
 
-_PYAGRUM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
-
-
-def _pyagrum_copy(name: str, tmp: Path, states: Mapping[str, tuple[str, ...]]) -> Path:
-    """The BIF file with every state name pyAgrum's parser rejects renamed (for pyAgrum
-    only; rungbench reads the original)."""
-    text = (DATA / f"{name}.bif").read_text(encoding="utf-8")
-    bad = sorted({s for names in states.values() for s in names
-                  if not _PYAGRUM_NAME.fullmatch(s)}, key=len, reverse=True)
-    if bad:
-        rename = {s: f"state_{i}" for i, s in enumerate(bad)}
-        pattern = re.compile(r"(?<=[\s{(,])(" + "|".join(map(re.escape, bad)) + r")(?=[\s,;)}])")
-        text = pattern.sub(lambda m: rename[m.group(1)], text)
-    path = tmp / f"{name}.bif"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _with_our_numbers(bn: Any, world: World) -> float:
-    """Set pyAgrum's CPTs (read by its own parser) to our encoded world's P(V | parents);
-    return the largest difference to pyAgrum's own parse."""
-    worst = 0.0
-    for v in world.variables:
-        pot, cpd = bn.cpt(v.name), v.cpd()
-        assert bn.variable(v.name).domainSize() == v.card
-        assert sorted(bn.variable(p).name() for p in bn.parents(v.name)) == sorted(v.parents)
-        for row in range(v.rows):
-            inst = {p: (row // s) % k for p, s, k in zip(v.parents, v.strides, v.parent_cards,
-                                                         strict=True)}
-            for s in range(v.card):
-                at = {**inst, v.name: s}
-                worst = max(worst, abs(pot[at] - float(cpd[s, row])))
-                pot[at] = float(cpd[s, row])
-    return worst
-
-
-def _pyagrum_answer(gum: Any, bn: Any, q: Query) -> float:
-    ((y, a),) = q.target.items()
-    net = bn
-    evidence = dict(q.evidence)
-    if q.rung == 2:
-        ((x, b),) = q.do.items()
-        net = gum.BayesNet(bn)
-        for p in list(net.parents(x)):
-            net.eraseArc(p, net.idFromName(x))
-        net.cpt(x).fillWith([1.0 if s == b else 0.0 for s in range(net.variable(x).domainSize())])
-        evidence[x] = b
-    ie = gum.LazyPropagation(net)
-    ie.setEvidence(evidence)
-    ie.addTarget(y)
-    ie.makeInference()
-    return float(ie.posterior(y)[{y: a}])
-
 
 @pytest.mark.parametrize("name", ["alarm", "child", "insurance", "hailfinder", "pigs"])
 def test_categorical_networks_equal_pyagrum_lazy_propagation(name: str, tmp_path: Path) -> None:
@@ -357,8 +303,8 @@ def test_categorical_networks_equal_pyagrum_lazy_propagation(name: str, tmp_path
     gum = pytest.importorskip("pyagrum", reason="pyAgrum not installed (extra crosscheck)")
     net = read_bif(DATA / f"{name}.bif")
     world = world_from_cpts(name, net.cpts)
-    bn = gum.loadBN(str(_pyagrum_copy(name, tmp_path, net.states)))
-    assert _with_our_numbers(bn, world) <= 1e-6
+    bn = gum.loadBN(str(pyagrum_copy(DATA / f"{name}.bif", tmp_path, net.states)))
+    assert with_our_numbers(bn, world) <= 1e-6
     rng = np.random.default_rng(sum(map(ord, name)))
     names = list(world.observed_names)
     compared = 0
@@ -377,6 +323,6 @@ def test_categorical_networks_equal_pyagrum_lazy_propagation(name: str, tmp_path
             ours = oracle.probability(world, q)
         except InputError:  # impossible evidence: pyAgrum cannot answer it either
             continue
-        assert ours == pytest.approx(_pyagrum_answer(gum, bn, q), abs=1e-9), q
+        assert ours == pytest.approx(lazy_answer(gum, bn, q.target, q.do, q.evidence), abs=1e-9), q
         compared += 1
     assert compared >= 10
