@@ -298,7 +298,6 @@ def _edges_obtained(store: ObjectStore, calls: Sequence[Mapping[str, Any]]) -> i
         if call["tool"] != "causal":
             continue
         result = store.get_json(str(call["result"]))
-        for path in result.get("paths", []) if isinstance(result, dict) else []:
-            for edge in path.get("edges", []):
-                seen.add((str(edge["cause"]), str(edge["effect"])))
+        if isinstance(result, dict):
+            seen |= labels.answer_edges(result)
     return len(seen)

@@ -317,16 +317,24 @@ def rung1_item(net: Network, shape: QueryShape, rng: np.random.Generator, slot: 
     return NetworkItem(f"net_r1_{slot}", "exact", 1, q, estimand, value)
 
 
-def rung2_item(net: Network, shape: QueryShape, rng: np.random.Generator, slot: int
-               ) -> NetworkItem | None:
-    """P(Y=y | do(X=x)) with the CPTs shown; the rung-1 P(y | x) is its confusion."""
-    w = net.world
+def _do_query(w: World, shape: QueryShape, rng: np.random.Generator) -> Query | None:
+    """P(Y=y | do(X=x)) over a confounded pair where the network has one, states at random."""
     pair = _pick_pair(w, shape, rng, confounded=True)
     if pair is None:
         return None
     x, y = pair
     xv, yv = int(rng.integers(w.card(x))), int(rng.integers(w.card(y)))
-    q = Query(2, {y: yv}, {x: xv}, {})
+    return Query(2, {y: yv}, {x: xv}, {})
+
+
+def rung2_item(net: Network, shape: QueryShape, rng: np.random.Generator, slot: int
+               ) -> NetworkItem | None:
+    """P(Y=y | do(X=x)) with the CPTs shown; the rung-1 P(y | x) is its confusion."""
+    w = net.world
+    q = _do_query(w, shape, rng)
+    if q is None:
+        return None
+    ((x, xv),), ((y, yv),) = q.do.items(), q.target.items()
     value = oracle.probability(w, q)
     r1 = _probability(w, Query(1, {y: yv}, {}, {x: xv}))
     estimand = f"P({named_event(net, q.target)}|do({named_event(net, q.do)}))"
@@ -361,12 +369,10 @@ def identification_item(net: Network, shape: QueryShape, rng: np.random.Generato
     """Is P(y | do x) identifiable from the graph and observational CPTs? Yes, by back-door
     adjustment for pa(X); the adjusted value must equal the do-oracle within 1e-9."""
     w = net.world
-    pair = _pick_pair(w, shape, rng, confounded=True)
-    if pair is None:
+    q = _do_query(w, shape, rng)
+    if q is None:
         return None
-    x, y = pair
-    xv, yv = int(rng.integers(w.card(x))), int(rng.integers(w.card(y)))
-    q = Query(2, {y: yv}, {x: xv}, {})
+    ((x, xv),), ((y, yv),) = q.do.items(), q.target.items()
     truth = oracle.probability(w, q)
     adjusted = backdoor_adjustment(w, x, xv, y, yv)
     if adjusted is None:

@@ -142,12 +142,7 @@ def generated_responses(n: int, seed: int) -> list[tuple[dict[str, Any], dict[st
         out = pathlib.Path(tmp) / "bench"
         build_split("dev", 14, seed, out)
         oracles = [o.model_dump(mode="json") for o in bench_oracles(open_bench(out)).values()]
-    rng = np.random.default_rng(seed)
-    pairs = []
-    for _ in range(n):
-        o = oracles[int(rng.integers(len(oracles)))]
-        pairs.append((o, _perturb(o, rng)))
-    return pairs
+    return _perturbed_pairs(oracles, n, seed)
 
 
 def network_responses(n: int, seed: int, networks: str
@@ -159,6 +154,12 @@ def network_responses(n: int, seed: int, networks: str
         build_split("dev", 1, seed, out, networks=networks)
         oracles = [o.model_dump(mode="json") for o in bench_oracles(open_bench(out)).values()
                    if o.family == NETWORK_FAMILY]
+    return _perturbed_pairs(oracles, n, seed)
+
+
+def _perturbed_pairs(oracles: list[dict[str, Any]], n: int, seed: int
+                     ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``n`` oracle records drawn at random, each with a randomly perturbed response."""
     rng = np.random.default_rng(seed)
     pairs = []
     for _ in range(n):
